@@ -1,0 +1,85 @@
+"""File input and output: atomic writes, JSONL translations, digests."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+TRANSLATION_COLUMNS = ("src_lang", "tgt_lang", "src_text", "ref_text", "mt_text", "uniq_id")
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; it replaces `path` only if the block succeeds.
+
+    A crash therefore never leaves a half-written file under the final name.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    # mkstemp creates the file readable by its owner only; give it the usual permissions.
+    os.chmod(temporary, 0o666 & ~_UMASK)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    with atomic_path(path) as temporary:
+        write(temporary)
+
+
+def write_json(path: Path, value: Any) -> None:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_jsonl(path: Path, frame: pd.DataFrame) -> None:
+    lines = [json.dumps(row, ensure_ascii=False) for row in frame.to_dict(orient="records")]
+    text = "".join(line + "\n" for line in lines)
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def read_jsonl(path: Path, required: tuple[str, ...] = TRANSLATION_COLUMNS) -> pd.DataFrame:
+    """Read translations; a malformed line raises an error naming the file and line."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}, line {number}: expected a JSON object")
+            missing = [field for field in required if field not in row]
+            if missing:
+                raise ValueError(f"{path}, line {number}: missing field(s) {', '.join(missing)}")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else list(required))
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    write_atomically(path, lambda temporary: frame.to_parquet(temporary, index=False))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,71 @@
+"""Translators: what turns source sentences into translations.
+
+Two protocols, both runtime-checkable so that no subclassing is needed:
+- `Translator.translate(prompts)`: the usual case; prompts come from the prompt function.
+- `RowTranslator.translate_rows(rows)`: sees the whole direction (sources and references);
+  used by the built-in bounds `copy-source` and `reference`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import pandas as pd
+
+from bouquet_eval.prompt import PromptFn, build_prompt
+
+
+@runtime_checkable
+class Translator(Protocol):
+    def translate(self, prompts: list[str]) -> list[str]: ...
+
+
+@runtime_checkable
+class RowTranslator(Protocol):
+    def translate_rows(self, rows: pd.DataFrame) -> list[str]: ...
+
+
+BUILTIN_TRANSLATORS = {
+    "copy-source": "bouquet_eval.translators.bounds:CopySource",
+    "reference": "bouquet_eval.translators.bounds:Reference",
+}
+
+
+def import_object(spec: str) -> Any:
+    """Resolve "package.module:name" to the named attribute."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"'{spec}' is not of the form 'package.module:name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"cannot import module '{module_name}' of '{spec}': {error}") from error
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ImportError(f"module '{module_name}' has no attribute '{attribute}'") from None
+
+
+def load_translator(spec: str, kwargs: dict[str, Any]) -> Translator | RowTranslator:
+    """Build the translator named by `spec` (built-in name or "pkg.module:Name") with `kwargs`."""
+    factory = import_object(BUILTIN_TRANSLATORS.get(spec, spec))
+    translator = factory(**kwargs)
+    if not isinstance(translator, (Translator, RowTranslator)):
+        raise TypeError(
+            f"translator '{spec}' built a {type(translator).__name__}, which has no "
+            "translate(prompts: list[str]) -> list[str] method"
+        )
+    return translator
+
+
+def load_prompt_fn(spec: str | None, kwargs: dict[str, Any] | None) -> PromptFn:
+    """The default template, a named prompt function, or the result of a named factory."""
+    if spec is None:
+        return build_prompt
+    target: Callable[..., Any] = import_object(spec)
+    prompt_fn = target(**kwargs) if kwargs is not None else target
+    if not callable(prompt_fn):
+        raise TypeError(f"prompt_fn '{spec}' did not give a callable")
+    return prompt_fn

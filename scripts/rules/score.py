@@ -1,0 +1,19 @@
+"""Rule script: score the directions of one shard (run by Snakemake)."""
+
+from pathlib import Path
+
+from bouquet_eval.data import Direction
+from bouquet_eval.jobs import job_logging
+from bouquet_eval.score import score_directions
+
+snakemake = globals()["snakemake"]
+
+with job_logging(snakemake.log[0]):
+    score_directions(
+        [
+            Direction.parse(Path(path).name.removesuffix(".scored.parquet"))
+            for path in snakemake.output
+        ],
+        Path(snakemake.output[0]).parent,
+        snakemake.params.metrics,
+    )

@@ -1,0 +1,19 @@
+"""Rule script: translate the directions of one shard (run by Snakemake)."""
+
+from pathlib import Path
+
+from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.jobs import job_logging, model_entry
+from bouquet_eval.translate import translate_model
+
+snakemake = globals()["snakemake"]
+
+with job_logging(snakemake.log[0]):
+    config = snakemake.config
+    translate_model(
+        model_entry(config, snakemake.params.model),
+        [Direction.parse(Path(path).name.removesuffix(".jsonl")) for path in snakemake.output],
+        resolve_dataset(config["dataset"]),
+        Path(snakemake.output[0]).parent,
+        config["limit"],
+    )

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+SNAKEFILE = REPOSITORY / "workflow" / "Snakefile"
+SAMPLE = REPOSITORY / "data" / "sample" / "parquet"
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """A private copy of the bundled sample, which a test may alter."""
+    copy = tmp_path / "dataset"
+    shutil.copytree(SAMPLE, copy)
+    return copy
+
+
+class Workflow:
+    """Runs the workflow in a subprocess from a scratch working directory, as users do."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.config_path = workdir / "config.yaml"
+
+    def write_config(self, config: dict) -> Path:
+        self.config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        return self.config_path
+
+    def run(
+        self,
+        *arguments: str,
+        check: bool = True,
+        env: dict | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess:
+        command = [
+            *prefix,
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(SNAKEFILE),
+            "--directory",
+            str(self.workdir),
+            "--cores",
+            "2",
+            # Targets first: --configfile takes every argument that follows it.
+            *arguments,
+            *(["--configfile", str(self.config_path)] if self.config_path.exists() else []),
+        ]
+        environment = {**os.environ, "PYTHONPATH": str(PLUGINS), **(env or {})}
+        result = subprocess.run(
+            command, cwd=self.workdir.parent, env=environment, capture_output=True, text=True
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"snakemake failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+            )
+        return result
+
+    def planned_jobs(self, *arguments: str) -> dict[str, int]:
+        """Rule name -> number of jobs in a dry run's plan."""
+        output = self.run("--dry-run", "--quiet", "rules", *arguments).stdout
+        counts: dict[str, int] = {}
+        in_table = False
+        for line in output.splitlines():
+            if line.startswith("job ") and "count" in line:
+                in_table = True
+                continue
+            if in_table:
+                parts = line.split()
+                if not parts or parts[0] == "total":
+                    break
+                if parts[0].startswith("-"):
+                    continue
+                counts[parts[0]] = int(parts[1])
+        return counts
+
+
+@pytest.fixture
+def workflow(tmp_path: Path) -> Workflow:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    return Workflow(workdir)

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bouquet_eval.config import ConfigError, expand_path, load_yaml, validate_config
+
+from .conftest import REPOSITORY
+
+SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def minimal() -> dict:
+    return {"models": [{"name": "m", "translator": "reference"}]}
+
+
+def test_defaults_are_filled() -> None:
+    config = validate_config(minimal(), SCHEMA)
+    assert config["dataset"] == {
+        "name": "facebook/bouquet",
+        "config": "benchmark_sentence_level",
+        "split": "test",
+        "revision": "main",
+        "path": None,
+    }
+    assert config["directions"] == {"src_langs": [], "tgt_langs": [], "list": []}
+    assert config["limit"] is None
+    assert config["output_dir"] == "runs"
+    assert config["shards"] == 4
+    assert config["metrics"] == ["chrf"]
+    assert config["models"][0] == {
+        "name": "m",
+        "translator": "reference",
+        "translator_kwargs": {},
+        "prompt_fn": None,
+        "prompt_kwargs": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c.update(unknown=1), "at '(top level)': Additional properties are not allowed"),
+        (lambda c: c.update(dataset={"revison": "x"}), "at 'dataset': Additional properties"),
+        (lambda c: c.update(shards=0), "at 'shards'"),
+        (lambda c: c.update(metrics=["bleu"]), "at 'metrics[0]': 'bleu' is not one of"),
+        (lambda c: c["models"][0].update(name="a/b"), "at 'models[0].name'"),
+        (lambda c: c["models"][0].update(translator="nope"), "at 'models[0].translator'"),
+        (lambda c: c.update(directions={"list": ["eng-fra"]}), "at 'directions.list[0]'"),
+        (
+            lambda c: c.update(directions={"src_langs": ["por_Latn_braz"]}),
+            "directions.src_langs[0]",
+        ),
+        (lambda c: c.pop("models"), "'models' is a required property"),
+        (lambda c: c["models"].append(dict(c["models"][0])), "duplicate model names ['m']"),
+    ],
+)
+def test_bad_values_are_named(change, message: str) -> None:
+    config = minimal()
+    change(config)
+    with pytest.raises(ConfigError, match="invalid configuration") as error:
+        validate_config(config, SCHEMA)
+    assert message in str(error.value)
+
+
+def test_glottocode_and_per_direction_accepted() -> None:
+    config = minimal()
+    config["directions"] = {"list": ["eng_Latn-por_Latn_braz1246"]}
+    config["models"][0]["shards"] = "per-direction"
+    validate_config(config, SCHEMA)
+
+
+def test_shipped_configurations_are_valid() -> None:
+    for name in ("config.yaml", "demo.yaml"):
+        validate_config(load_yaml(REPOSITORY / "config" / name), SCHEMA)
+
+
+def test_expand_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SCRATCH", str(tmp_path))
+    assert expand_path("$SCRATCH/data") == tmp_path / "data"
+    assert expand_path("relative/dir") == Path("relative/dir")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    with pytest.raises(ConfigError, match="NOT_SET_ANYWHERE"):
+        expand_path("${NOT_SET_ANYWHERE}/x")
+
+
+def test_conda_environment_pins_match_the_package() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+    environment = load_yaml(REPOSITORY / "envs" / "workflow.yaml")
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    assert sorted(p for p in pip if "==" in p) == sorted(project["dependencies"])

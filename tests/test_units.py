@@ -1,0 +1,217 @@
+"""Small modules: prompt, sharding, provenance, translators, metrics, aggregation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sacrebleu.metrics import CHRF
+
+from bouquet_eval import Translator, build_prompt
+from bouquet_eval.aggregate import append_manifest, direction_scores
+from bouquet_eval.data import Direction
+from bouquet_eval.io import read_jsonl, write_jsonl
+from bouquet_eval.metrics import load_metric
+from bouquet_eval.prompt import language_name
+from bouquet_eval.provenance import REDACTED, ResumableOutput, redact, redact_command
+from bouquet_eval.sharding import assign_shards, shard_index
+from bouquet_eval.translators import load_prompt_fn, load_translator
+from bouquet_eval.translators.bounds import CopySource
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [
+        ("eng_Latn", "English"),
+        ("cmn_Hans", "Chinese (Simplified)"),
+        ("cmn_Hant", "Chinese (Traditional)"),
+        ("por_Latn_braz1246", "Brazilian Portuguese"),
+        ("arz_Arab", "Egyptian Arabic"),
+        ("hin_Deva", "Hindi"),
+        ("swh_Latn", "Swahili"),
+        ("srp_Latn", "Serbian (Latin)"),
+    ],
+)
+def test_language_names(code: str, name: str) -> None:
+    assert language_name(code) == name
+
+
+def test_default_prompt_keeps_the_source_verbatim() -> None:
+    source = "Liste :\n- pain 🎉"
+    prompt = build_prompt("fra_Latn", "cmn_Hant", source)
+    assert "from French into Chinese (Traditional)" in prompt
+    assert prompt.endswith("\n\n" + source)
+
+
+def test_shards_are_stable_and_independent_of_the_selection() -> None:
+    names = [f"eng_Latn-{code}_Latn" for code in ("fra", "deu", "spa", "ita", "nld", "pol")]
+    everything = [Direction.parse(name) for name in names]
+    full = assign_shards(everything, 3)
+    partial = assign_shards(everything[:2], 3)
+    for shard, members in partial.items():
+        assert set(members) <= set(full[shard])
+    assert sorted(d for members in full.values() for d in members) == sorted(everything)
+    # crc32 is fixed by its definition, so the assignment never changes between runs.
+    assert shard_index(Direction.parse("eng_Latn-fra_Latn"), 8) == 0xF47A2614 % 8 == 4
+    assert assign_shards(everything, "per-direction") == {d.name: [d] for d in sorted(everything)}
+    with pytest.raises(ValueError):
+        assign_shards(everything, 0)
+
+
+def test_redaction() -> None:
+    settings = {
+        "model": "m",
+        "api_key": "k",
+        "api_key_env": "OPENAI_API_KEY",
+        "headers": {"Authorization": "Bearer x"},
+        "hf_token": "t",
+        "items": [{"secret": 1}],
+    }
+    assert redact(settings) == {
+        "model": "m",
+        "api_key": REDACTED,
+        "api_key_env": "OPENAI_API_KEY",
+        "headers": {"Authorization": REDACTED},
+        "hf_token": REDACTED,
+        "items": [{"secret": REDACTED}],
+    }
+    command = ["snakemake", "--config", "api_key=sk-1", 'models=[{"token": "abc", "x": 1}]']
+    assert redact_command(command) == [
+        "snakemake",
+        "--config",
+        f"api_key={REDACTED}",
+        f'models=[{{"token": "{REDACTED}", "x": 1}}]',
+    ]
+
+
+def write_text(text: str):
+    return lambda path: path.write_text(text, encoding="utf-8")
+
+
+def test_resumable_output(tmp_path: Path) -> None:
+    output = ResumableOutput(tmp_path / "eng_Latn-fra_Latn.jsonl", {"setting": 1})
+    assert not output.is_current()
+    assert not output.restore_from_cache()
+    output.publish(write_text("first\n"))
+    assert output.is_current()
+    assert output.cached.read_text() == "first\n"
+    record = json.loads(output.sidecar.read_text())
+    assert record["settings"] == {"setting": 1}
+
+    output.path.write_text("edited by hand\n")
+    assert not output.is_current()
+    assert output.restore_from_cache()
+    assert output.path.read_text() == "first\n"
+
+    changed = ResumableOutput(output.path, {"setting": 2})
+    assert not changed.is_current()
+    assert not changed.restore_from_cache()
+    output.path.unlink()
+    assert output.restore_from_cache() and output.is_current()
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    output = ResumableOutput(tmp_path / "x.jsonl", {})
+
+    def failing(path: Path) -> None:
+        path.write_text("partial")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        output.publish(failing)
+    assert not output.path.exists() and not output.cached.exists()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def suffixed_prompt(suffix: str):
+    return lambda src_lang, tgt_lang, text: build_prompt(src_lang, tgt_lang, text) + suffix
+
+
+def test_loading_translators_and_prompt_functions() -> None:
+    assert isinstance(load_translator("copy-source", {}), CopySource)
+    with pytest.raises(ImportError, match="cannot import module 'no_such_module'"):
+        load_translator("no_such_module:X", {})
+    with pytest.raises(TypeError, match="has no translate"):
+        load_translator("builtins:object", {})
+
+    class Upper:
+        def translate(self, prompts: list[str]) -> list[str]:
+            return [p.upper() for p in prompts]
+
+    assert isinstance(Upper(), Translator)
+    assert load_prompt_fn(None, None) is build_prompt
+    assert load_prompt_fn("bouquet_eval.prompt:build_prompt", None) is build_prompt
+    made = load_prompt_fn("tests.test_units:suffixed_prompt", {"suffix": "!"})
+    assert made("eng_Latn", "fra_Latn", "x") == build_prompt("eng_Latn", "fra_Latn", "x") + "!"
+
+
+def test_jsonl_round_trip_and_errors(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "src_lang": ["eng_Latn"],
+            "tgt_lang": ["fra_Latn"],
+            "src_text": ["a\nb"],
+            "ref_text": ["c"],
+            "mt_text": ["d 🎉"],
+            "uniq_id": ["s1"],
+        }
+    )
+    path = tmp_path / "t.jsonl"
+    write_jsonl(path, frame)
+    pd.testing.assert_frame_equal(read_jsonl(path), frame)
+    path.write_text(path.read_text() + '{"src_lang": "eng_Latn"}\n')
+    with pytest.raises(ValueError, match=r"t.jsonl, line 2: missing field\(s\) tgt_lang"):
+        read_jsonl(path)
+    path.write_text("{not json\n")
+    with pytest.raises(ValueError, match="line 1: not valid JSON"):
+        read_jsonl(path)
+
+
+def test_chrf_metric_is_sacrebleu_chrf_plus_plus() -> None:
+    metric = load_metric("chrf")
+    rows = pd.DataFrame(
+        {"mt_text": ["Le chat dort.", "", "x"], "ref_text": ["Le chat dort !", "a", "x"]}
+    )
+    reference = CHRF(word_order=2)
+    assert metric.score(rows)["chrfpp"] == [
+        reference.sentence_score(h, [r]).score
+        for h, r in zip(rows["mt_text"], rows["ref_text"], strict=True)
+    ]
+    assert metric.signature() == "nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0"
+
+
+def test_direction_scores_skip_missing_values(tmp_path: Path) -> None:
+    rows = pd.DataFrame(
+        {
+            "src_lang": ["a_Latn"] * 3 + ["b_Latn"],
+            "tgt_lang": ["c_Latn"] * 4,
+            "chrfpp": [10.0, None, 30.0, 50.0],
+        }
+    )
+    scores = direction_scores(rows, ["chrfpp"])
+    assert scores.to_dict(orient="records") == [
+        {"src_lang": "a_Latn", "tgt_lang": "c_Latn", "n_sentences": 3, "chrfpp": 20.0},
+        {"src_lang": "b_Latn", "tgt_lang": "c_Latn", "n_sentences": 1, "chrfpp": 50.0},
+    ]
+    manifest = tmp_path / "manifest.json"
+    append_manifest(manifest, {"run": 1})
+    append_manifest(manifest, {"run": 2})
+    assert json.loads(manifest.read_text()) == {"entries": [{"run": 1}, {"run": 2}]}
+
+
+def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's "Running one step by hand" example, executed as written."""
+    import re
+    import shutil
+
+    from .conftest import REPOSITORY
+
+    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    shutil.copytree(REPOSITORY / "data" / "sample" / "parquet", tmp_path / "data/sample/parquet")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {})
+    scored = sorted(p.name for p in (tmp_path / "runs" / "by-hand").glob("*.scored.parquet"))
+    assert scored and all(name.startswith("eng_Latn-") for name in scored)

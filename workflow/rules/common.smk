@@ -1,0 +1,95 @@
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+from bouquet_eval.aggregate import COMMAND_ENVIRONMENT_VARIABLE
+from bouquet_eval.config import ConfigError, expand_path, validate_config
+from bouquet_eval.data import resolve_dataset, select_directions
+from bouquet_eval.provenance import redact_command, settings_digest
+from bouquet_eval.sharding import assign_shards
+from bouquet_eval.translate import model_settings
+
+REPOSITORY = Path(workflow.basedir).parent
+# Lets configuration files name files of the repository from any working directory.
+os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
+# Jobs run in other processes; they inherit the command line of the run for the manifest.
+os.environ.setdefault(
+    COMMAND_ENVIRONMENT_VARIABLE, json.dumps(redact_command(sys.argv))
+)
+
+
+# The embedded default: the bundled sample, unless a configuration file is given.
+if not workflow.overwrite_configfiles:
+
+    configfile: REPOSITORY / "config" / "demo.yaml"
+
+
+try:
+    validate_config(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    DATASET = resolve_dataset(config["dataset"])
+    DIRECTIONS = select_directions(
+        DATASET.directions(),
+        src_langs=config["directions"]["src_langs"],
+        tgt_langs=config["directions"]["tgt_langs"],
+        names=config["directions"]["list"],
+    )
+except ConfigError as error:
+    raise WorkflowError(f"bouquet-eval: {error}") from None
+
+OUTPUT_DIR = expand_path(config["output_dir"])
+MODELS = {model["name"]: model for model in config["models"]}
+
+
+def model_dir(model):
+    return OUTPUT_DIR / model["name"]
+
+
+def rule_name(stage, model, shard):
+    return f"{stage}_{re.sub(r'[^A-Za-z0-9]', '_', model['name'])}_{shard}"
+
+
+def model_shards(model):
+    return assign_shards(DIRECTIONS, model.get("shards", config["shards"]))
+
+
+def translation_file(model, direction):
+    return model_dir(model) / f"{direction}.jsonl"
+
+
+def scored_file(model, direction):
+    return model_dir(model) / f"{direction}.scored.parquet"
+
+
+def all_translations():
+    return [translation_file(m, d) for m in MODELS.values() for d in DIRECTIONS]
+
+
+def all_scored():
+    return [scored_file(m, d) for m in MODELS.values() for d in DIRECTIONS]
+
+
+def all_aggregates():
+    return [
+        model_dir(m) / name
+        for m in MODELS.values()
+        for name in ("scores.csv", "scored_rows.parquet", "manifest.json")
+    ]
+
+
+def scored_files_of_model(wildcards):
+    return [scored_file(MODELS[wildcards.model], d) for d in DIRECTIONS]
+
+
+def translation_digest(model):
+    """Changes when anything that decides the model's translations changes."""
+    return settings_digest(
+        {
+            "model": model_settings(model),
+            "limit": config["limit"],
+            "dataset": DATASET.identity,
+        }
+    )

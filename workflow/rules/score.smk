@@ -1,0 +1,21 @@
+# Scoring follows the shards of translation, so that a metric model loads once per job.
+for model in MODELS.values():
+    for shard, directions in model_shards(model).items():
+
+        rule:
+            name:
+                rule_name("score", model, shard)
+            input:
+                [translation_file(model, direction) for direction in directions],
+            output:
+                [update(scored_file(model, direction)) for direction in directions],
+            log:
+                f"logs/{model['name']}/score/{shard}.log",
+            benchmark:
+                f"logs/{model['name']}/score/{shard}.benchmark.tsv"
+            conda:
+                "../../envs/workflow.yaml"
+            params:
+                metrics=config["metrics"],
+            script:
+                "../../scripts/rules/score.py"

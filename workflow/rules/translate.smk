@@ -1,0 +1,24 @@
+# One job per model and shard: the translator is loaded once and translates every direction
+# of its shard that is not up to date. Outputs are update() so that Snakemake keeps the
+# finished directions of a shard when it reruns for a missing one.
+for model in MODELS.values():
+    for shard, directions in model_shards(model).items():
+
+        rule:
+            name:
+                rule_name("translate", model, shard)
+            input:
+                [DATASET.file(direction) for direction in directions],
+            output:
+                [update(translation_file(model, direction)) for direction in directions],
+            log:
+                f"logs/{model['name']}/translate/{shard}.log",
+            benchmark:
+                f"logs/{model['name']}/translate/{shard}.benchmark.tsv"
+            conda:
+                "../../envs/workflow.yaml"
+            params:
+                model=model["name"],
+                settings_digest=translation_digest(model),
+            script:
+                "../../scripts/rules/translate.py"
