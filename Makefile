@@ -17,7 +17,7 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 demo: $(INSTALLED)
-	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES)
+	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet rules
 	@echo
 	@echo "Per-direction scores:"
 	@ls -1 runs/*/scores.csv

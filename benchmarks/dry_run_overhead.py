@@ -2,10 +2,12 @@
 
 Builds a synthetic dataset of 1062 directions (two sentences each) and times, side by side:
 - a dry run of the full plan, with one job per direction (`shards: per-direction`) and with
-  the default sharding;
-- a no-op rerun after a completed run (default sharding);
-each against a bare Snakefile with the same jobs and output files whose rules only `touch`
-their outputs. Prints the medians and the ratios (target: <= 1.3).
+  8 shards per model;
+- a no-op rerun after a completed run (8 shards);
+each against two bare Snakefiles with the same jobs and output files: one whose rules only
+`touch` their outputs in `shell:`, and one whose rules also carry the directives ours do
+(`script:`, `log:`, `benchmark:`, `conda:`), which Snakemake itself spends time on. Prints
+the medians and the ratios (target: <= 1.3).
 
     .venv/bin/python benchmarks/dry_run_overhead.py [--directions 1062] [--repeats 3]
 """
@@ -32,6 +34,31 @@ from bouquet_eval.sharding import assign_shards
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
+TOUCH_SCRIPT = """
+from pathlib import Path
+
+for path in snakemake.output:
+    Path(path).touch()
+"""
+
+CONDA_ENVIRONMENT = "dependencies: [python=3.11]\n"
+
+SHELL_RULE_BODY = """
+            shell:
+                "touch {output}"
+"""
+
+DIRECTIVES_RULE_BODY = """
+            log:
+                f"logs/{stage}/{shard}.log",
+            benchmark:
+                f"logs/{stage}/{shard}.benchmark.tsv"
+            conda:
+                "environment.yaml"
+            script:
+                "touch.py"
+"""
+
 BARE_SNAKEFILE = """
 import json
 SHARDS = json.load(open("shards.json"))
@@ -46,27 +73,20 @@ rule all:
 
 
 for shard, members in SHARDS.items():
+    sources = [f"data/{d}.parquet" for d in members]
+    translations = [f"out/{d}.jsonl" for d in members]
+    scores = [f"out/{d}.scored.parquet" for d in members]
+    stages = (("translate", sources, translations), ("score", translations, scores))
+    for stage, inputs, outputs in stages:
 
-    rule:
-        name:
-            f"translate_{shard}"
-        input:
-            [f"data/{d}.parquet" for d in members],
-        output:
-            [update(f"out/{d}.jsonl") for d in members],
-        shell:
-            "touch {output}"
-
-    rule:
-        name:
-            f"score_{shard}"
-        input:
-            [f"out/{d}.jsonl" for d in members],
-        output:
-            [update(f"out/{d}.scored.parquet") for d in members],
-        shell:
-            "touch {output}"
-
+        rule:
+            name:
+                f"{stage}_{shard}"
+            input:
+                inputs,
+            output:
+                [update(path) for path in outputs],
+RULE_BODY
 
 rule aggregate:
     input:
@@ -99,6 +119,17 @@ def write_dataset(folder: Path, directions: list[Direction]) -> None:
         pq.write_table(table, folder / f"{d}.parquet")
 
 
+def write_bare_workflow(folder: Path, dataset: Path, shards: dict, body: str) -> None:
+    folder.mkdir()
+    (folder / "shards.json").write_text(
+        json.dumps({name: [d.name for d in members] for name, members in shards.items()})
+    )
+    (folder / "Snakefile").write_text(BARE_SNAKEFILE.replace("RULE_BODY", body.strip("\n")))
+    (folder / "touch.py").write_text(TOUCH_SCRIPT)
+    (folder / "environment.yaml").write_text(CONDA_ENVIRONMENT)
+    os.symlink(dataset, folder / "data")
+
+
 def timed(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True)
@@ -124,55 +155,54 @@ def main() -> None:
         write_dataset(dataset, directions)
         results = []
         for shards in ("per-direction", arguments.shards):
+            assigned = assign_shards(directions, shards)
             ours = root / f"ours-{shards}"
-            bare = root / f"bare-{shards}"
             ours.mkdir()
-            bare.mkdir()
             config = {
                 "dataset": {"path": str(dataset)},
                 "shards": shards,
                 "models": [{"name": "m", "translator": "reference"}],
             }
             (ours / "config.yaml").write_text(yaml.safe_dump(config))
-            assigned = assign_shards(directions, shards)
-            (bare / "shards.json").write_text(
-                json.dumps({name: [d.name for d in members] for name, members in assigned.items()})
-            )
-            (bare / "Snakefile").write_text(BARE_SNAKEFILE)
-            os.symlink(dataset, bare / "data")
-            ours_command = [
-                *snakemake,
-                "-s",
-                str(REPOSITORY / "workflow" / "Snakefile"),
-                "--configfile",
-                "config.yaml",
-            ]
-            bare_command = [*snakemake, "-s", "Snakefile"]
+            commands = {
+                ours: [
+                    *snakemake,
+                    *("-s", str(REPOSITORY / "workflow" / "Snakefile")),
+                    *("--configfile", "config.yaml"),
+                ]
+            }
+            for kind, body in (("shell", SHELL_RULE_BODY), ("directives", DIRECTIVES_RULE_BODY)):
+                bare = root / f"bare-{kind}-{shards}"
+                write_bare_workflow(bare, dataset, assigned, body)
+                commands[bare] = [*snakemake, "-s", "Snakefile"]
             jobs = 2 * len(assigned) + 2
             label = f"dry run, {jobs} jobs ({shards} shards)"
             results.append(
                 (
                     label,
-                    median_time([*ours_command, "-n"], ours, arguments.repeats),
-                    median_time([*bare_command, "-n"], bare, arguments.repeats),
+                    *(median_time([*c, "-n"], d, arguments.repeats) for d, c in commands.items()),
                 )
             )
             if shards != "per-direction":
-                subprocess.run(ours_command, cwd=ours, check=True, capture_output=True)
-                subprocess.run(bare_command, cwd=bare, check=True, capture_output=True)
+                for folder, command in commands.items():
+                    subprocess.run(command, cwd=folder, check=True, capture_output=True)
                 results.append(
                     (
                         f"no-op rerun, {jobs} jobs ({shards} shards)",
-                        median_time(ours_command, ours, arguments.repeats),
-                        median_time(bare_command, bare, arguments.repeats),
+                        *(median_time(c, d, arguments.repeats) for d, c in commands.items()),
                     )
                 )
 
     print(f"{len(directions)} directions, median of {arguments.repeats} runs each")
-    print(f"{'measurement':45} {'workflow s':>11} {'bare s':>8} {'ratio':>6}")
-    for label, ours_seconds, bare_seconds in results:
-        ratio = ours_seconds / bare_seconds
-        print(f"{label:45} {ours_seconds:11.2f} {bare_seconds:8.2f} {ratio:6.2f}")
+    print("bare: rules that only touch their outputs in shell:; bare+: the same with our")
+    print("rules' directives (script:, log:, benchmark:, conda:)")
+    header = f"{'measurement':42} {'workflow s':>10} {'bare s':>7} {'bare+ s':>8}"
+    print(f"{header} {'ratio/bare':>10} {'ratio/bare+':>11}")
+    for label, ours_seconds, bare_seconds, directives_seconds in results:
+        print(
+            f"{label:42} {ours_seconds:10.2f} {bare_seconds:7.2f} {directives_seconds:8.2f} "
+            f"{ours_seconds / bare_seconds:10.2f} {ours_seconds / directives_seconds:11.2f}"
+        )
     print("target: ratio <= 1.3")
 
 

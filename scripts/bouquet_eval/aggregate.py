@@ -14,10 +14,9 @@ import pandas as pd
 
 from bouquet_eval.data import Direction
 from bouquet_eval.io import write_atomically, write_json, write_parquet
+from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
-# The workflow records the command line here, since rule jobs run in other processes.
-COMMAND_ENVIRONMENT_VARIABLE = "BOUQUET_EVAL_COMMAND"
 
 
 def collect_scored_rows(paths: Sequence[Path]) -> pd.DataFrame:

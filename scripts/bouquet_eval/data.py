@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.config import ConfigError, expand_path
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LANGUAGE_PATTERN = r"[a-z]{3}_[A-Z][a-z]{3}(?:_[a-z]{4}[0-9]{4})?"
 _DIRECTION = re.compile(f"^({LANGUAGE_PATTERN})-({LANGUAGE_PATTERN})$")
@@ -78,6 +78,9 @@ class DatasetSource:
 
     def load(self, direction: Direction, limit: int | None = None) -> pd.DataFrame:
         """Read one direction's sentences, checked against the BOUQuET columns."""
+        import pandas as pd
+        import pyarrow.parquet as pq
+
         path = self.file(direction)
         if not path.is_file():
             raise FileNotFoundError(f"dataset file {path} not found (direction {direction})")

@@ -9,9 +9,10 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -57,6 +58,8 @@ def write_jsonl(path: Path, frame: pd.DataFrame) -> None:
 
 def read_jsonl(path: Path, required: tuple[str, ...] = TRANSLATION_COLUMNS) -> pd.DataFrame:
     """Read translations; a malformed line raises an error naming the file and line."""
+    import pandas as pd
+
     rows = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):

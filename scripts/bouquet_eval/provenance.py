@@ -15,6 +15,8 @@ from typing import Any
 from bouquet_eval.io import file_sha256, write_atomically, write_json
 
 REDACTED = "<redacted>"
+# The workflow records its command line here, since rule jobs run in other processes.
+COMMAND_ENVIRONMENT_VARIABLE = "BOUQUET_EVAL_COMMAND"
 _SECRET_KEY = re.compile(r"api[_-]?key|token|secret|passw|authorization|credential", re.IGNORECASE)
 
 

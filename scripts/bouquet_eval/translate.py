@@ -7,15 +7,16 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.data import DatasetSource, Direction, sentences_digest
 from bouquet_eval.io import write_jsonl
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
 from bouquet_eval.provenance import ResumableOutput, redact
 from bouquet_eval.translators import RowTranslator, Translator, load_prompt_fn, load_translator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ def translate_rows(
 
 
 def translation_frame(rows: pd.DataFrame, translations: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "src_lang": rows["src_lang"],

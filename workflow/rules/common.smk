@@ -6,10 +6,13 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from bouquet_eval.aggregate import COMMAND_ENVIRONMENT_VARIABLE
 from bouquet_eval.config import ConfigError, expand_path, validate_config
 from bouquet_eval.data import resolve_dataset, select_directions
-from bouquet_eval.provenance import redact_command, settings_digest
+from bouquet_eval.provenance import (
+    COMMAND_ENVIRONMENT_VARIABLE,
+    redact_command,
+    settings_digest,
+)
 from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import model_settings
 
@@ -44,8 +47,9 @@ OUTPUT_DIR = expand_path(config["output_dir"])
 MODELS = {model["name"]: model for model in config["models"]}
 
 
+# Paths are plain strings below: Snakemake handles many thousands of them at this scale.
 def model_dir(model):
-    return OUTPUT_DIR / model["name"]
+    return f"{OUTPUT_DIR}/{model['name']}"
 
 
 def rule_name(stage, model, shard):
@@ -57,11 +61,11 @@ def model_shards(model):
 
 
 def translation_file(model, direction):
-    return model_dir(model) / f"{direction}.jsonl"
+    return f"{model_dir(model)}/{direction}.jsonl"
 
 
 def scored_file(model, direction):
-    return model_dir(model) / f"{direction}.scored.parquet"
+    return f"{model_dir(model)}/{direction}.scored.parquet"
 
 
 def all_translations():
@@ -74,7 +78,7 @@ def all_scored():
 
 def all_aggregates():
     return [
-        model_dir(m) / name
+        f"{model_dir(m)}/{name}"
         for m in MODELS.values()
         for name in ("scores.csv", "scored_rows.parquet", "manifest.json")
     ]

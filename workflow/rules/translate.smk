@@ -8,7 +8,7 @@ for model in MODELS.values():
             name:
                 rule_name("translate", model, shard)
             input:
-                [DATASET.file(direction) for direction in directions],
+                [str(DATASET.file(direction)) for direction in directions],
             output:
                 [update(translation_file(model, direction)) for direction in directions],
             log:

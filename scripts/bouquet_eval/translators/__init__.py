@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bouquet_eval.prompt import PromptFn, build_prompt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @runtime_checkable
