@@ -29,6 +29,17 @@ def test_defaults_are_filled() -> None:
     assert config["output_dir"] == "runs"
     assert config["shards"] == 4
     assert config["metrics"] == ["chrf"]
+    assert config["metricx"] == {
+        "model": "google/metricx-24-hybrid-xl-v2p6",
+        "tokenizer": "google/mt5-xl",
+        "qe": False,
+        "device": "auto",
+        "dtype": "auto",
+        "batch_tokens": 16384,
+    }
+    assert config["glotlid"] == {"model": "cis-lmu/glotlid/model_v3.bin", "revision": None}
+    assert config["statistics"] == {"seed": 12345, "bootstrap_resamples": 1000, "ar_trials": 10000}
+    assert config["compare"] == {"baseline": None, "models": []}
     assert config["models"][0] == {
         "name": "m",
         "translator": "reference",
@@ -54,6 +65,15 @@ def test_defaults_are_filled() -> None:
         ),
         (lambda c: c.pop("models"), "'models' is a required property"),
         (lambda c: c["models"].append(dict(c["models"][0])), "duplicate model names ['m']"),
+        (lambda c: c.update(metricx={"device": "gpu"}), "at 'metricx.device'"),
+        (lambda c: c.update(compare={"baseline": "x"}), "at 'compare': unknown model(s) ['x']"),
+        (
+            lambda c: (
+                c["models"].append({"name": "n", "translator": "reference"}),
+                c.update(compare={"baseline": "m", "models": ["n"]}),
+            ),
+            "the baseline is not among its models",
+        ),
     ],
 )
 def test_bad_values_are_named(change, message: str) -> None:

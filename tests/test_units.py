@@ -17,6 +17,7 @@ from bouquet_eval.metrics import load_metric
 from bouquet_eval.prompt import language_name
 from bouquet_eval.provenance import REDACTED, ResumableOutput, redact, redact_command
 from bouquet_eval.sharding import assign_shards, shard_index
+from bouquet_eval.stats import Resampling
 from bouquet_eval.translators import load_prompt_fn, load_translator
 from bouquet_eval.translators.bounds import CopySource
 
@@ -187,13 +188,13 @@ def test_direction_scores_skip_missing_values(tmp_path: Path) -> None:
         {
             "src_lang": ["a_Latn"] * 3 + ["b_Latn"],
             "tgt_lang": ["c_Latn"] * 4,
-            "chrfpp": [10.0, None, 30.0, 50.0],
+            "metricx": [10.0, None, 30.0, 5.0],
         }
     )
-    scores = direction_scores(rows, ["chrfpp"])
-    assert scores.to_dict(orient="records") == [
-        {"src_lang": "a_Latn", "tgt_lang": "c_Latn", "n_sentences": 3, "chrfpp": 20.0},
-        {"src_lang": "b_Latn", "tgt_lang": "c_Latn", "n_sentences": 1, "chrfpp": 50.0},
+    scores = direction_scores(rows, ["metricx"], Resampling(bootstrap_resamples=50))
+    assert scores[["src_lang", "n_sentences", "metricx"]].to_dict(orient="records") == [
+        {"src_lang": "a_Latn", "n_sentences": 3, "metricx": 20.0},
+        {"src_lang": "b_Latn", "n_sentences": 1, "metricx": 5.0},
     ]
     manifest = tmp_path / "manifest.json"
     append_manifest(manifest, {"run": 1})

@@ -97,8 +97,25 @@ def test_sample_end_to_end(workflow: Workflow, dataset: Path) -> None:
         assert "--configfile" in entry["command"]
     reference = pd.read_csv(workflow.workdir / "runs" / "reference" / "scores.csv")
     assert (reference["chrfpp"] == 100.0).all()
+    assert (reference["chrfpp_corpus"] == 100.0).all()
+    assert (reference["chrfpp_ci_low"] == 100.0).all()
+    summary = pd.read_csv(workflow.workdir / "runs" / "reference" / "summary.csv")
+    assert summary.iloc[0].to_dict() == {
+        "group_by": "all", "group": "all", "n_directions": len(SAMPLE_DIRECTIONS),
+        "chrfpp": 100.0, "chrfpp_corpus": 100.0,
+    }  # fmt: skip
     copy = pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")
     assert (copy["chrfpp"] < 40).all()
+    assert (copy["chrfpp_ci_low"] < copy["chrfpp"]).all()
+    assert (copy["chrfpp"] < copy["chrfpp_ci_high"]).all()
+
+    workflow.run("compare")
+    comparison = pd.read_csv(workflow.workdir / "runs" / "comparison.csv")
+    assert set(comparison["baseline"]) == {"copy-source"}
+    assert len(comparison) == len(SAMPLE_DIRECTIONS) + 1
+    overall = comparison[comparison["src_lang"] == "all"].iloc[0]
+    assert overall["system_mean"] == 100.0
+    assert overall["p_approximate_randomization"] < 0.001
     # Every job logged to logs/.
     assert (workflow.workdir / "logs" / "reference" / "aggregate.log").read_text()
 

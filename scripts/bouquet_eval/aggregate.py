@@ -1,4 +1,4 @@
-"""Per-model aggregates: scores.csv, scored_rows.parquet and the append-only manifest.json."""
+"""Per-model aggregates: scores.csv, summary.csv, scored_rows.parquet and manifest.json."""
 
 from __future__ import annotations
 
@@ -15,33 +15,97 @@ import pandas as pd
 from bouquet_eval.data import Direction
 from bouquet_eval.io import write_atomically, write_json, write_parquet
 from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE
+from bouquet_eval.stats import Resampling, bootstrap_interval
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
+ENGLISH = "eng_Latn"
 
 
 def collect_scored_rows(paths: Sequence[Path]) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
 
 
-def direction_scores(rows: pd.DataFrame, metric_columns: Sequence[str]) -> pd.DataFrame:
-    """One row per direction: the number of sentences and the mean of each metric (NaN skipped)."""
-    grouped = rows.groupby(GROUP_COLUMNS, sort=True)
-    scores = grouped.size().rename("n_sentences").to_frame()
-    scores = scores.join(grouped[list(metric_columns)].mean())
-    return scores.reset_index()
+def numeric_columns(rows: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns that can be averaged (GlotLID's predicted label, for one, cannot)."""
+    return [c for c in columns if c in rows and pd.api.types.is_numeric_dtype(rows[c])]
+
+
+def direction_scores(
+    rows: pd.DataFrame, metric_columns: Sequence[str], resampling: Resampling
+) -> pd.DataFrame:
+    """One row per direction: sentences, and per metric its mean with a 95% bootstrap interval.
+
+    Means skip missing values (NaN). With chrF++, its corpus-level score is added too.
+    """
+    columns = numeric_columns(rows, metric_columns)
+    records = []
+    for (src_lang, tgt_lang), group in rows.groupby(GROUP_COLUMNS, sort=True):
+        record: dict[str, Any] = {
+            "src_lang": src_lang,
+            "tgt_lang": tgt_lang,
+            "n_sentences": len(group),
+        }
+        for column in columns:
+            low, high = bootstrap_interval(group[column].to_numpy(), resampling)
+            record[column] = group[column].mean()
+            record[f"{column}_ci_low"] = low
+            record[f"{column}_ci_high"] = high
+        if "chrfpp" in columns:
+            record["chrfpp_corpus"] = corpus_chrf(group)
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def corpus_chrf(rows: pd.DataFrame) -> float:
+    from sacrebleu.metrics import CHRF
+
+    return (
+        CHRF(word_order=2).corpus_score(rows["mt_text"].tolist(), [rows["ref_text"].tolist()]).score
+    )
+
+
+def summary(scores: pd.DataFrame) -> pd.DataFrame:
+    """Macro averages over directions: overall, by source, by target, and relative to English."""
+    columns = [
+        c
+        for c in scores.columns
+        if c not in (*GROUP_COLUMNS, "n_sentences") and not c.endswith(("_ci_low", "_ci_high"))
+    ]
+    into_english = scores["tgt_lang"] == ENGLISH
+    out_of_english = scores["src_lang"] == ENGLISH
+    groups: list[tuple[str, str, pd.DataFrame]] = [("all", "all", scores)]
+    groups += [("src_lang", str(code), part) for code, part in scores.groupby("src_lang")]
+    groups += [("tgt_lang", str(code), part) for code, part in scores.groupby("tgt_lang")]
+    groups += [
+        ("english", "into_english", scores[into_english]),
+        ("english", "out_of_english", scores[out_of_english]),
+        ("english", "without_english", scores[~into_english & ~out_of_english]),
+    ]
+    records = [
+        {"group_by": by, "group": name, "n_directions": len(part), **part[columns].mean().to_dict()}
+        for by, name, part in groups
+        if len(part)
+    ]
+    return pd.DataFrame.from_records(records)
 
 
 def write_aggregates(
     scored_paths: Sequence[Path],
     metric_columns: Sequence[str],
-    scores_csv: Path,
-    scored_rows_parquet: Path,
+    resampling: Resampling,
+    outputs: dict[str, Path],
 ) -> pd.DataFrame:
+    """Write `scores` (csv), `summary` (csv) and `scored_rows` (parquet) from scored files."""
     rows = collect_scored_rows(scored_paths)
-    scores = direction_scores(rows, metric_columns)
-    write_atomically(scores_csv, lambda path: scores.to_csv(path, index=False))
-    write_parquet(scored_rows_parquet, rows)
+    scores = direction_scores(rows, metric_columns, resampling)
+    write_csv(outputs["scores"], scores)
+    write_csv(outputs["summary"], summary(scores))
+    write_parquet(outputs["scored_rows"], rows)
     return scores
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    write_atomically(path, lambda temporary: frame.to_csv(temporary, index=False))
 
 
 def manifest_entry(
@@ -51,6 +115,7 @@ def manifest_entry(
     dataset_identity: dict[str, Any],
     directions: Sequence[Direction],
     metric_signatures: dict[str, str],
+    resampling: Resampling,
 ) -> dict[str, Any]:
     """What produced the outputs; `config` and `model_settings` must already be redacted."""
     from importlib.metadata import version
@@ -69,6 +134,7 @@ def manifest_entry(
         "n_directions": len(directions),
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,
+        "statistics": resampling.signature(),
     }
 
 

@@ -61,6 +61,16 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"invalid configuration at 'models': duplicate model names {duplicates}")
+    compare = config["compare"]
+    unknown = [
+        name for name in [*compare["models"], compare["baseline"]] if name and name not in names
+    ]
+    if unknown:
+        raise ConfigError(f"invalid configuration at 'compare': unknown model(s) {unknown}")
+    if compare["models"] and compare["baseline"] and compare["baseline"] not in compare["models"]:
+        raise ConfigError(
+            "invalid configuration at 'compare': the baseline is not among its models"
+        )
     return config
 
 

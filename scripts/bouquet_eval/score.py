@@ -12,17 +12,19 @@ import pandas as pd
 
 from bouquet_eval.data import Direction
 from bouquet_eval.io import file_sha256, read_jsonl, write_parquet
-from bouquet_eval.metrics import Metric, load_metric
+from bouquet_eval.metrics import Metric, add_composite
 from bouquet_eval.provenance import ResumableOutput
 
 log = logging.getLogger(__name__)
 
 
 def score_directions(
-    directions: Sequence[Direction], model_dir: Path, metric_names: Sequence[str]
+    directions: Sequence[Direction], model_dir: Path, metrics: Sequence[Metric]
 ) -> None:
-    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not up to date."""
-    metrics = [load_metric(name) for name in metric_names]
+    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not up to date.
+
+    A metric loads its model on its first use, so a job with nothing to do loads nothing.
+    """
     signatures = {metric.name: metric.signature() for metric in metrics}
     total = len(directions)
     for position, direction in enumerate(directions, start=1):
@@ -67,4 +69,5 @@ def score_rows(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pd.DataFrame:
     for metric in metrics:
         for column, values in metric.score(rows).items():
             scored[column] = list(values)
+    add_composite(scored)
     return scored

@@ -1,24 +1,26 @@
-"""Rule script: a model's scores.csv, scored_rows.parquet and manifest entry (run by Snakemake)."""
+"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet and manifest entry."""
 
 from pathlib import Path
 
 from bouquet_eval.aggregate import append_manifest, manifest_entry, write_aggregates
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.jobs import job_logging, model_entry
-from bouquet_eval.metrics import load_metric
+from bouquet_eval.metrics import load_metrics, metric_columns
 from bouquet_eval.provenance import redact
+from bouquet_eval.stats import Resampling
 from bouquet_eval.translate import model_settings
 
 snakemake = globals()["snakemake"]
 
 with job_logging(snakemake.log[0]) as log:
     config = snakemake.config
-    metrics = [load_metric(name) for name in snakemake.params.metrics]
+    metrics = load_metrics(snakemake.params.metrics, config)
+    resampling = Resampling(**config["statistics"])
     scores = write_aggregates(
         [Path(path) for path in snakemake.input],
-        [column for metric in metrics for column in metric.columns],
-        Path(snakemake.output.scores),
-        Path(snakemake.output.scored_rows),
+        metric_columns(metrics),
+        resampling,
+        {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
     )
     append_manifest(
         Path(snakemake.output.manifest),
@@ -29,6 +31,7 @@ with job_logging(snakemake.log[0]) as log:
             dataset_identity=resolve_dataset(config["dataset"]).identity,
             directions=[Direction.parse(name) for name in snakemake.params.directions],
             metric_signatures={metric.name: metric.signature() for metric in metrics},
+            resampling=resampling,
         ),
     )
     log.info("%d directions aggregated into %s", len(scores), snakemake.output.scores)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from bouquet_eval.data import Direction
 from bouquet_eval.jobs import job_logging
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.score import score_directions
 
 snakemake = globals()["snakemake"]
@@ -15,5 +16,5 @@ with job_logging(snakemake.log[0]):
             for path in snakemake.output
         ],
         Path(snakemake.output[0]).parent,
-        snakemake.params.metrics,
+        load_metrics(snakemake.params.metrics, snakemake.config),
     )

@@ -3,6 +3,7 @@ rule aggregate:
         scored_files_of_model,
     output:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
+        summary=OUTPUT_DIR / "{model}" / "summary.csv",
         scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
         # The manifest is a history: Snakemake must not delete it before the job runs.
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),
@@ -14,6 +15,8 @@ rule aggregate:
         "../../envs/workflow.yaml"
     params:
         metrics=config["metrics"],
+        metric_settings=metric_settings(),
+        statistics=config["statistics"],
         directions=[direction.name for direction in DIRECTIONS],
     script:
         "../../scripts/rules/aggregate.py"

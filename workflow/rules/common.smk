@@ -80,7 +80,31 @@ def all_aggregates():
     return [
         f"{model_dir(m)}/{name}"
         for m in MODELS.values()
-        for name in ("scores.csv", "scored_rows.parquet", "manifest.json")
+        for name in (
+            "scores.csv",
+            "summary.csv",
+            "scored_rows.parquet",
+            "manifest.json",
+        )
+    ]
+
+
+def metric_settings():
+    """The settings of the selected metrics: a change makes their scores be recomputed."""
+    return {name: config[name] for name in config["metrics"] if name in config}
+
+
+def compared_models():
+    return config["compare"]["models"] or list(MODELS)
+
+
+def compare_baseline():
+    return config["compare"]["baseline"] or compared_models()[0]
+
+
+def scored_rows_of_compared_models():
+    return [
+        f"{model_dir(MODELS[name])}/scored_rows.parquet" for name in compared_models()
     ]
 
 

@@ -17,5 +17,6 @@ for model in MODELS.values():
                 "../../envs/workflow.yaml"
             params:
                 metrics=config["metrics"],
+                metric_settings=metric_settings(),
             script:
                 "../../scripts/rules/score.py"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
 
 from bouquet_eval.translators import import_object
@@ -31,8 +32,31 @@ class Metric(Protocol):
 
 METRICS = {
     "chrf": "bouquet_eval.metrics.chrf:ChrF",
+    "metricx": "bouquet_eval.metrics.metricx:MetricX",
+    "glotlid": "bouquet_eval.metrics.glotlid:GlotLID",
 }
+
+COMPOSITE = "glotlid_x_metricx"
+"""glotlid_score * (1 - sqrt(metricx / 25)): in [0, 1], 1 for the right language and no error."""
 
 
 def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
     return import_object(METRICS[name])(**(settings or {}))
+
+
+def load_metrics(names: Sequence[str], config: dict[str, Any]) -> list[Metric]:
+    """The named metrics, each with its settings from the configuration section of its name."""
+    return [load_metric(name, config.get(name)) for name in names]
+
+
+def metric_columns(metrics: Sequence[Metric]) -> list[str]:
+    columns = [column for metric in metrics for column in metric.columns]
+    if {"metricx", "glotlid_score"} <= set(columns):
+        columns.append(COMPOSITE)
+    return columns
+
+
+def add_composite(scored: pd.DataFrame) -> None:
+    """Add the composite column in place when both of its metrics are there."""
+    if {"metricx", "glotlid_score"} <= set(scored.columns):
+        scored[COMPOSITE] = scored["glotlid_score"] * (1 - np.sqrt(scored["metricx"] / 25))

@@ -1,0 +1,91 @@
+"""Paired comparison of models evaluated on the same sentences: comparison.csv."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from bouquet_eval.aggregate import GROUP_COLUMNS, numeric_columns
+from bouquet_eval.stats import (
+    PairedSamples,
+    Resampling,
+    approximate_randomization_p,
+    paired_bootstrap_p,
+    paired_samples,
+    pool,
+)
+
+SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
+
+
+def compare_models(
+    rows_by_model: Mapping[str, pd.DataFrame],
+    baseline: str,
+    metric_columns: Sequence[str],
+    resampling: Resampling,
+) -> pd.DataFrame:
+    """Every other model against `baseline`, per metric: per direction, then over all of them.
+
+    `delta` is system minus baseline; mind each metric's direction (lower MetricX is better).
+    """
+    if len(rows_by_model) < 2:
+        raise ValueError(f"a comparison needs two models or more, not {list(rows_by_model)}")
+    base = rows_by_model[baseline]
+    records = []
+    for name, rows in rows_by_model.items():
+        if name == baseline:
+            continue
+        _check_same_sentences(baseline, base, name, rows)
+        columns = [c for c in numeric_columns(base, metric_columns) if c in rows]
+        merged = base[SENTENCE_KEY + columns].merge(
+            rows[SENTENCE_KEY + columns], on=SENTENCE_KEY, suffixes=("_baseline", "_system")
+        )
+        for column in columns:
+            per_direction = []
+            for (src_lang, tgt_lang), group in merged.groupby(GROUP_COLUMNS, sort=True):
+                samples = paired_samples(
+                    group[f"{column}_baseline"], group[f"{column}_system"], resampling
+                )
+                per_direction.append(samples)
+                records.append(_record(column, baseline, name, src_lang, tgt_lang, samples))
+            records.append(_record(column, baseline, name, "all", "all", pool(per_direction)))
+    return pd.DataFrame.from_records(records)
+
+
+def _check_same_sentences(baseline: str, base: pd.DataFrame, name: str, rows: pd.DataFrame) -> None:
+    expected = set(map(tuple, base[SENTENCE_KEY].to_numpy()))
+    found = set(map(tuple, rows[SENTENCE_KEY].to_numpy()))
+    if expected != found:
+        missing = sorted(expected ^ found)[0]
+        side = name if missing in expected else baseline
+        raise ValueError(
+            f"models '{baseline}' and '{name}' were not evaluated on the same sentences: "
+            f"{side} lacks {missing[0]}-{missing[1]} sentence {missing[2]}"
+        )
+    for label, frame in ((baseline, base), (name, rows)):
+        duplicated = frame.duplicated(SENTENCE_KEY)
+        if duplicated.any():
+            row = frame[duplicated].iloc[0]
+            raise ValueError(
+                f"model '{label}': sentence {row['uniq_id']} appears twice in "
+                f"{row['src_lang']}-{row['tgt_lang']}"
+            )
+
+
+def _record(
+    metric: str, baseline: str, system: str, src_lang: str, tgt_lang: str, samples: PairedSamples
+) -> dict[str, object]:
+    return {
+        "metric": metric,
+        "baseline": baseline,
+        "system": system,
+        "src_lang": src_lang,
+        "tgt_lang": tgt_lang,
+        "n_sentences": samples.n_sentences,
+        "baseline_mean": samples.baseline_mean,
+        "system_mean": samples.system_mean,
+        "delta": samples.delta,
+        "p_paired_bootstrap": paired_bootstrap_p(samples),
+        "p_approximate_randomization": approximate_randomization_p(samples),
+    }

@@ -1,0 +1,17 @@
+# Not part of `all`: request it by name (`snakemake compare`).
+rule compare:
+    input:
+        scored_rows_of_compared_models(),
+    output:
+        OUTPUT_DIR / "comparison.csv",
+    log:
+        "logs/compare.log",
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        models=compared_models(),
+        baseline=compare_baseline(),
+        metrics=config["metrics"],
+        statistics=config["statistics"],
+    script:
+        "../../scripts/rules/compare.py"
