@@ -15,7 +15,6 @@ the medians and the ratios (target: <= 1.3).
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import statistics
@@ -25,14 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
-from bouquet_eval.data import Direction
 from bouquet_eval.sharding import assign_shards
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPOSITORY))
+from tests.synthetic import synthetic_directions, write_dataset  # noqa: E402
 
 TOUCH_SCRIPT = """
 from pathlib import Path
@@ -96,27 +94,6 @@ rule aggregate:
     shell:
         "touch {output}"
 """
-
-
-def synthetic_directions(count: int) -> list[Direction]:
-    codes = [f"{a}{b}x_Latn" for a, b in itertools.product("abcdefgh", repeat=2)]
-    pairs = ((s, t) for s, t in itertools.permutations(codes, 2))
-    return [Direction(s, t) for s, t in itertools.islice(pairs, count)]
-
-
-def write_dataset(folder: Path, directions: list[Direction]) -> None:
-    folder.mkdir(parents=True)
-    for d in directions:
-        table = pa.table(
-            {
-                "src_lang": [d.src_lang] * 2,
-                "tgt_lang": [d.tgt_lang] * 2,
-                "src_text": ["one sentence.", "another one."],
-                "tgt_text": ["une phrase.", "une autre."],
-                "uniq_id": ["s1", "s2"],
-            }
-        )
-        pq.write_table(table, folder / f"{d}.parquet")
 
 
 def write_bare_workflow(folder: Path, dataset: Path, shards: dict, body: str) -> None:

@@ -47,9 +47,9 @@ def test_parquet_without_source_text(workflow: Workflow, dataset: Path) -> None:
     pd.read_parquet(broken).drop(columns=["src_text"]).to_parquet(broken)
     workflow.write_config(bounds_config(dataset, shards=1))
     failure_text(workflow)
-    log = (workflow.workdir / "logs" / "reference" / "translate" / "shard0of1.log").read_text()
-    assert f"dataset file {broken}: missing column(s) src_text" in log
-    assert not (workflow.workdir / "runs" / "reference" / "eng_Latn-fra_Latn.jsonl").exists()
+    logs = "".join(p.read_text() for p in (workflow.workdir / "logs").rglob("shard0of1.log"))
+    assert f"dataset file {broken}: missing column(s) src_text" in logs
+    assert not list((workflow.workdir / "runs").rglob("eng_Latn-fra_Latn.jsonl"))
 
 
 def test_wrong_number_of_outputs(workflow: Workflow, dataset: Path) -> None:

@@ -19,11 +19,18 @@ from .conftest import SAMPLE, Workflow
 SAMPLE_DIRECTIONS = sorted(Direction.parse(path.stem) for path in SAMPLE.glob("*.parquet"))
 
 
+SMALL_JOBS = {
+    "translate": {"mem_mb": 500, "runtime": 5, "cpus": 1},
+    "score": {"mem_mb": 500, "runtime": 5, "cpus": 1},
+}
+
+
 def bounds_config(dataset: Path, **overrides) -> dict:
     return {
         "dataset": {"path": str(dataset)},
         "output_dir": "runs",
         "shards": 3,
+        "resources": SMALL_JOBS,
         "models": [
             {"name": "copy-source", "translator": "copy-source"},
             {"name": "reference", "translator": "reference"},

@@ -46,6 +46,14 @@ def _location(path: Any) -> str:
     return "".join(parts).lstrip(".") or "(top level)"
 
 
+def _message(error: jsonschema.ValidationError) -> str:
+    """The error, with the alternatives spelled out when none of several schemas matched."""
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        reasons = dict.fromkeys(sub.message for sub in error.context)
+        return " and ".join(reasons)
+    return error.message
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """Validate `config` in place against the schema, filling defaults; return it.
 
@@ -55,7 +63,7 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
     error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(config))
     if error is not None:
         raise ConfigError(
-            f"invalid configuration at '{_location(error.absolute_path)}': {error.message}"
+            f"invalid configuration at '{_location(error.absolute_path)}': {_message(error)}"
         )
     names = [model["name"] for model in config["models"]]
     duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -9,6 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# Relative to the working directory, which all jobs of a run on one machine share.
+GPU_LEASES = Path(".snakemake") / "bouquet-eval-gpu-leases"
+
 
 @contextlib.contextmanager
 def job_logging(log_path: str | Path) -> Iterator[logging.Logger]:

@@ -3,13 +3,14 @@
 from pathlib import Path
 
 from bouquet_eval.data import Direction
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.gpus import gpu_lease
+from bouquet_eval.jobs import GPU_LEASES, job_logging
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.score import score_directions
 
 snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]):
+with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
     score_directions(
         [
             Direction.parse(Path(path).name.removesuffix(".scored.parquet"))

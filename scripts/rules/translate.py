@@ -3,12 +3,13 @@
 from pathlib import Path
 
 from bouquet_eval.data import Direction, resolve_dataset
-from bouquet_eval.jobs import job_logging, model_entry
+from bouquet_eval.gpus import gpu_lease
+from bouquet_eval.jobs import GPU_LEASES, job_logging, model_entry
 from bouquet_eval.translate import translate_model
 
 snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]):
+with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
     config = snakemake.config
     translate_model(
         model_entry(config, snakemake.params.model),

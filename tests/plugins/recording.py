@@ -7,6 +7,8 @@ told to fail on a target language or to return the wrong number of outputs.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 SEPARATOR = "\x1f"
@@ -35,12 +37,18 @@ class RecordingTranslator:
         fail_while_exists: str | None = None,
         drop_one: bool = False,
         api_key: str | None = None,
+        load_seconds: float = 0.0,
+        record_devices: bool = False,
+        direction_seconds: float = 0.0,
     ) -> None:
         self.record = Path(record)
         self.suffix = suffix
         self.fail_on_target = fail_on_target
         self.fail_while_exists = fail_while_exists
         self.drop_one = drop_one
+        self.record_devices = record_devices
+        self.direction_seconds = direction_seconds
+        time.sleep(load_seconds)  # a simulated model load
         with self.record.open("a", encoding="utf-8") as handle:
             handle.write("LOAD\n")
 
@@ -51,7 +59,46 @@ class RecordingTranslator:
         )
         if failing:
             raise RuntimeError(f"simulated failure on {src_lang}-{tgt_lang}")
+        time.sleep(self.direction_seconds)
         with self.record.open("a", encoding="utf-8") as handle:
             handle.write(f"{src_lang}-{tgt_lang}\n")
+        if self.record_devices:
+            devices = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+            with open(f"{self.record}.devices", "a", encoding="utf-8") as handle:
+                handle.write(
+                    f"{src_lang}-{tgt_lang} {devices} {time.time()} {os.getpid()} "
+                    f"{os.environ.get('SLURM_JOB_ID', 'local')}\n"
+                )
         outputs = [prompt.split(SEPARATOR, 2)[2].upper() + self.suffix for prompt in prompts]
         return outputs[:-1] if self.drop_one else outputs
+
+
+class LoadCountingMetric:
+    """A metric for the tests that records each model load, as a neural metric would load one.
+
+    The record file comes from $RECORDING_METRIC_FILE; the simulated load sleeps
+    $RECORDING_METRIC_LOAD_SECONDS (default 0).
+    """
+
+    name = "load-counting"
+    columns = ("length_ratio",)
+
+    def __init__(self) -> None:
+        self.loaded = False
+
+    def signature(self) -> str:
+        return "length-ratio|v1"
+
+    def score(self, rows):
+        if not self.loaded:
+            time.sleep(float(os.environ.get("RECORDING_METRIC_LOAD_SECONDS", "0")))
+            devices = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+            job = os.environ.get("SLURM_JOB_ID", "local")
+            with open(os.environ["RECORDING_METRIC_FILE"], "a", encoding="utf-8") as handle:
+                handle.write(f"LOAD {os.getpid()} {devices} {job}\n")
+            self.loaded = True
+        ratios = [
+            len(mt) / max(len(ref), 1)
+            for mt, ref in zip(rows["mt_text"], rows["ref_text"], strict=True)
+        ]
+        return {"length_ratio": ratios}

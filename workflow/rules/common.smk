@@ -89,6 +89,21 @@ def all_aggregates():
     ]
 
 
+def grows_with_attempt(stage, key):
+    """A resource that doubles on the second attempt, triples on the third, ..."""
+    first = config["resources"][stage][key]
+
+    def for_attempt(wildcards, attempt):
+        return first * attempt
+
+    return for_attempt
+
+
+def score_gpus():
+    uses_gpu = "metricx" in config["metrics"] and config["metricx"]["device"] != "cpu"
+    return 1 if uses_gpu else 0
+
+
 def metric_settings():
     """The settings of the selected metrics: a change makes their scores be recomputed."""
     return {name: config[name] for name in config["metrics"] if name in config}

@@ -15,6 +15,11 @@ for model in MODELS.values():
                 f"logs/{model['name']}/score/{shard}.benchmark.tsv"
             conda:
                 "../../envs/workflow.yaml"
+            threads: config["resources"]["score"]["cpus"]
+            resources:
+                gpu=score_gpus(),
+                mem_mb=grows_with_attempt("score", "mem_mb"),
+                runtime=grows_with_attempt("score", "runtime"),
             params:
                 metrics=config["metrics"],
                 metric_settings=metric_settings(),

@@ -17,6 +17,11 @@ for model in MODELS.values():
                 f"logs/{model['name']}/translate/{shard}.benchmark.tsv"
             conda:
                 "../../envs/workflow.yaml"
+            threads: config["resources"]["translate"]["cpus"]
+            resources:
+                gpu=model["gpus"],
+                mem_mb=grows_with_attempt("translate", "mem_mb"),
+                runtime=grows_with_attempt("translate", "runtime"),
             params:
                 model=model["name"],
                 settings_digest=translation_digest(model),

@@ -41,7 +41,8 @@ COMPOSITE = "glotlid_x_metricx"
 
 
 def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
-    return import_object(METRICS[name])(**(settings or {}))
+    """A built-in metric by name, or a metric of one's own as "package.module:Name"."""
+    return import_object(METRICS.get(name, name))(**(settings or {}))
 
 
 def load_metrics(names: Sequence[str], config: dict[str, Any]) -> list[Metric]:

@@ -1,0 +1,155 @@
+"""Job granularity on one machine: one model load per job, and one GPU per concurrent job."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bouquet_eval.gpus import gpu_lease
+from bouquet_eval.sharding import assign_shards
+
+from .conftest import Workflow
+from .synthetic import synthetic_directions, write_dataset
+from .test_workflow import SMALL_JOBS, recording_model
+
+
+def loads(record: Path) -> int:
+    return sum(line.startswith("LOAD") for line in recorded_lines(record))
+
+
+def recorded_lines(record: Path) -> list[str]:
+    return record.read_text().splitlines() if record.exists() else []
+
+
+def test_one_model_load_per_job(workflow: Workflow, tmp_path: Path) -> None:
+    directions = synthetic_directions(60)
+    write_dataset(tmp_path / "dataset", directions)
+    translator_record = workflow.workdir / "translator.txt"
+    metric_record = workflow.workdir / "metric.txt"
+    workflow.write_config(
+        {
+            "dataset": {"path": str(tmp_path / "dataset")},
+            "shards": 4,
+            "metrics": ["chrf", "recording:LoadCountingMetric"],
+            "resources": SMALL_JOBS,
+            "models": [recording_model("rec", translator_record)],
+        }
+    )
+    environment = {"RECORDING_METRIC_FILE": str(metric_record)}
+    workflow.run(env=environment)
+    assert loads(translator_record) == 4
+    assert loads(metric_record) == 4
+    scored = workflow.workdir / "runs" / "rec" / f"{directions[0]}.scored.parquet"
+    assert "length_ratio" in pd.read_parquet(scored).columns
+
+    # Deleted outputs come back from the cache: no model loads at all.
+    folder = workflow.workdir / "runs" / "rec"
+    deleted = directions[::12]
+    for direction in deleted:
+        (folder / f"{direction}.jsonl").unlink()
+        (folder / f"{direction}.scored.parquet").unlink()
+    translator_record.unlink()
+    metric_record.unlink()
+    workflow.run(env=environment)
+    assert loads(translator_record) == 0 and loads(metric_record) == 0
+
+    # Without the cache, only the shards that own them load their models again.
+    for direction in deleted:
+        for path in folder.glob(f"{direction}.*"):
+            path.unlink()
+        for path in folder.glob(f".cache/*/{direction}.*"):
+            path.unlink()
+    owning = {
+        name
+        for name, members in assign_shards(directions, 4).items()
+        if set(members) & set(deleted)
+    }
+    assert 1 < len(owning) < 4
+    workflow.run(env=environment)
+    assert loads(translator_record) == len(owning)
+    assert loads(metric_record) == len(owning)
+    translated = [line for line in recorded_lines(translator_record) if not line.startswith("LOAD")]
+    assert sorted(translated) == sorted(d.name for d in deleted)
+
+
+def test_concurrent_gpu_jobs_get_distinct_devices(workflow: Workflow, dataset: Path) -> None:
+    record = workflow.workdir / "record.txt"
+    model = {**recording_model("rec", record, load_seconds=1.0, record_devices=True), "gpus": 1}
+    workflow.write_config(
+        {
+            "dataset": {"path": str(dataset)},
+            "directions": {"src_langs": ["eng_Latn"]},
+            "shards": "per-direction",
+            "resources": SMALL_JOBS,
+            "models": [model],
+        }
+    )
+    workflow.run("--resources", "gpu=2", env={"BOUQUET_EVAL_GPUS": "0,1"})
+    uses = []
+    for line in Path(f"{record}.devices").read_text().splitlines():
+        _, device, moment, pid, _ = line.split()
+        uses.append((device, float(moment), int(pid)))
+    assert len(uses) == 8
+    assert {device for device, _, _ in uses} == {"0", "1"}
+    # Jobs running at the same time (each holds its device for its ~1 s load) differ.
+    spans = {}
+    for device, moment, pid in uses:
+        spans[pid] = (device, moment - 1.0, moment)
+    for pid, (device, start, end) in spans.items():
+        for other, (other_device, other_start, other_end) in spans.items():
+            if other != pid and start < other_end and other_start < end:
+                assert device != other_device
+
+
+def hold_lease(lease_dir: Path, started) -> None:
+    with gpu_lease(1, lease_dir, devices=["0"]):
+        started.set()
+        time.sleep(60)
+
+
+def test_a_crashed_job_releases_its_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    context = multiprocessing.get_context("fork")
+    started = context.Event()
+    holder = context.Process(target=hold_lease, args=(tmp_path, started))
+    holder.start()
+    assert started.wait(10)
+    with gpu_lease(1, tmp_path / "other", devices=["0"]) as elsewhere:
+        assert elsewhere == ["0"]  # another lease folder is another machine
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(10)
+    began = time.monotonic()
+    with gpu_lease(1, tmp_path, devices=["0"], poll_seconds=0.05) as leased:
+        assert leased == ["0"]
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+    assert time.monotonic() - began < 5
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_lease_waits_for_a_free_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    context = multiprocessing.get_context("fork")
+    started = context.Event()
+    holder = context.Process(target=hold_lease, args=(tmp_path, started))
+    holder.start()
+    assert started.wait(10)
+    with gpu_lease(1, tmp_path, devices=["0", "1"]) as leased:
+        assert leased == ["1"]
+    with (
+        pytest.raises(RuntimeError, match="needs 3 GPUs but only 2 exist"),
+        gpu_lease(3, tmp_path, devices=["0", "1"]),
+    ):
+        pass
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(10)
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    with gpu_lease(1, tmp_path, devices=["0"]) as leased:
+        assert leased == []  # Slurm chose the devices already
