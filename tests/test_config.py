@@ -40,14 +40,7 @@ def test_defaults_are_filled() -> None:
     assert config["glotlid"] == {"model": "cis-lmu/glotlid/model_v3.bin", "revision": None}
     assert config["statistics"] == {"seed": 12345, "bootstrap_resamples": 1000, "ar_trials": 10000}
     assert config["compare"] == {"baseline": None, "models": []}
-    assert config["models"][0] == {
-        "name": "m",
-        "translator": "reference",
-        "translator_kwargs": {},
-        "prompt_fn": None,
-        "prompt_kwargs": None,
-        "gpus": 0,
-    }
+    assert config["models"][0] == {"name": "m", "translator": "reference"}
     assert config["resources"] == {
         "translate": {"mem_mb": 16000, "runtime": 240, "cpus": 4},
         "score": {"mem_mb": 16000, "runtime": 120, "cpus": 2},
@@ -63,6 +56,13 @@ def test_defaults_are_filled() -> None:
         (lambda c: c.update(metrics=["bleu"]), "at 'metrics[0]': 'bleu' is not one of"),
         (lambda c: c["models"][0].update(name="a/b"), "at 'models[0].name'"),
         (lambda c: c["models"][0].update(translator="nope"), "at 'models[0].translator'"),
+        (lambda c: c["models"][0].update(model="x"), "'model' is not one of ['name'"),
+        (
+            lambda c: c["models"][0].update(translator="openai", model="m", temprature=0),
+            "at 'models[0]': 'temprature' is not one of",
+        ),
+        (lambda c: c["models"][0].update(translator="vllm"), "'model' is a required property"),
+        (lambda c: c["models"][0].update(translator="provided"), "'path' is a required"),
         (lambda c: c.update(directions={"list": ["eng-fra"]}), "at 'directions.list[0]'"),
         (
             lambda c: c.update(directions={"src_langs": ["por_Latn_braz"]}),

@@ -314,7 +314,7 @@ def test_secrets_stay_out_of_outputs(workflow: Workflow, dataset: Path) -> None:
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     manifest = json.loads((workflow.workdir / "runs" / "rec" / "manifest.json").read_text())
-    assert manifest["entries"][0]["model"]["translator_kwargs"]["api_key"] == "<redacted>"
+    assert manifest["entries"][0]["model"]["settings"]["api_key"] == "<redacted>"
 
 
 def test_dry_run_without_network(workflow: Workflow, dataset: Path) -> None:

@@ -4,6 +4,7 @@ The Snakemake workflow in `workflow/` runs these modules; each step can also be 
 """
 
 from bouquet_eval.prompt import PromptFn, build_prompt
+from bouquet_eval.runner import run_translation
 from bouquet_eval.translators import RowTranslator, Translator
 
-__all__ = ["PromptFn", "RowTranslator", "Translator", "build_prompt"]
+__all__ = ["PromptFn", "RowTranslator", "Translator", "build_prompt", "run_translation"]

@@ -104,6 +104,31 @@ def write_aggregates(
     return scores
 
 
+def timing_table(model_dir: Path, directions: Sequence[Direction]) -> pd.DataFrame:
+    """The translation timing of each direction (see translate.timing_record), where recorded."""
+    from bouquet_eval.translate import TIMING_DIR
+
+    records = []
+    for direction in directions:
+        path = model_dir / TIMING_DIR / f"{direction}.json"
+        if path.is_file():
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+    timing = pd.DataFrame.from_records(records)
+    leading = [c for c in GROUP_COLUMNS if c in timing]
+    return timing[leading + [c for c in timing.columns if c not in leading]]
+
+
+def timing_totals(timing: pd.DataFrame) -> dict[str, Any]:
+    """Sums over directions for the manifest: seconds, sentences, requests, tokens, ..."""
+    if timing.empty:
+        return {"directions": 0}
+    additive = [
+        c for c in timing.columns if c not in (*GROUP_COLUMNS,) and not c.endswith("_per_second")
+    ]
+    totals = {c: float(timing[c].sum()) for c in additive}
+    return {"directions": len(timing), **totals}
+
+
 def write_csv(path: Path, frame: pd.DataFrame) -> None:
     write_atomically(path, lambda temporary: frame.to_csv(temporary, index=False))
 
@@ -116,6 +141,7 @@ def manifest_entry(
     directions: Sequence[Direction],
     metric_signatures: dict[str, str],
     resampling: Resampling,
+    timing: dict[str, Any],
 ) -> dict[str, Any]:
     """What produced the outputs; `config` and `model_settings` must already be redacted."""
     from importlib.metadata import version
@@ -135,6 +161,7 @@ def manifest_entry(
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,
         "statistics": resampling.signature(),
+        "timing": timing,
     }
 
 

@@ -27,6 +27,9 @@ def job_logging(log_path: str | Path) -> Iterator[logging.Logger]:
         handlers=handlers,
         force=True,
     )
+    # HTTP clients log every request at INFO: thousands of lines that say nothing.
+    for chatty in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     logger = logging.getLogger("bouquet_eval")
     try:
         yield logger

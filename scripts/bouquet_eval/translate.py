@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -9,28 +10,51 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bouquet_eval.config import expand_path
 from bouquet_eval.data import DatasetSource, Direction, sentences_digest
-from bouquet_eval.io import write_jsonl
+from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
 from bouquet_eval.provenance import ResumableOutput, redact
-from bouquet_eval.translators import RowTranslator, Translator, load_prompt_fn, load_translator
+from bouquet_eval.translators import (
+    BACKENDS,
+    RowTranslator,
+    Translator,
+    load_prompt_fn,
+    load_translator,
+    prompt_fn_spec,
+    translator_arguments,
+)
+from bouquet_eval.translators.provided import provided_fingerprint
+from bouquet_eval.translators.reasoning import strip_reasoning
 
 if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger(__name__)
 
+TIMING_DIR = ".timing"
+"""Per-direction timing records beside the translations (see `timing_record`)."""
+
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
-    """What in a model entry decides its translations, secrets redacted."""
+    """What in a model entry decides its translations, secrets redacted.
+
+    Settings that only change speed (a backend's `operational` ones) are left out, so that
+    raising an API's concurrency, say, does not make finished translations stale.
+    """
+    backend = BACKENDS.get(model["translator"])
+    arguments = translator_arguments(model)
+    for key in backend.operational if backend else ():
+        arguments.pop(key, None)
+    prompt_fn = prompt_fn_spec(model)
     return redact(
         {
             "translator": model["translator"],
-            "translator_kwargs": model.get("translator_kwargs", {}),
-            "prompt_fn": model.get("prompt_fn"),
+            "settings": arguments,
+            "prompt_fn": prompt_fn,
             "prompt_kwargs": model.get("prompt_kwargs"),
             # The template is recorded verbatim, so that editing it invalidates translations.
-            "prompt_template": PROMPT_TEMPLATE if model.get("prompt_fn") is None else None,
+            "prompt_template": PROMPT_TEMPLATE if prompt_fn is None else None,
         }
     )
 
@@ -45,13 +69,22 @@ def translate_model(
     """Translate `directions` with a model entry of the workflow configuration."""
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
+        arguments = translator_arguments(model)
+        if model["translator"] == "openai":
+            # Every answer is kept as it arrives, so that no paid request is ever sent twice.
+            arguments["cache_dir"] = str(output_dir / ".cache" / "requests")
+        if model["translator"] == "provided":
+            arguments["limit"] = limit
         return (
-            load_translator(model["translator"], model.get("translator_kwargs", {})),
-            load_prompt_fn(model.get("prompt_fn"), model.get("prompt_kwargs")),
+            load_translator(model["translator"], arguments),
+            load_prompt_fn(prompt_fn_spec(model), model.get("prompt_kwargs")),
         )
 
+    fingerprint = None
+    if model["translator"] == "provided":
+        fingerprint = partial(provided_fingerprint, expand_path(model["path"]))
     translate_directions(
-        directions, dataset, output_dir, make_translator, model_settings(model), limit
+        directions, dataset, output_dir, make_translator, model_settings(model), limit, fingerprint
     )
 
 
@@ -62,11 +95,15 @@ def translate_directions(
     make_translator: Callable[[], tuple[Translator | RowTranslator, PromptFn]],
     settings: dict[str, Any],
     limit: int | None = None,
+    fingerprint: Callable[[Direction], str] | None = None,
 ) -> None:
     """Write `<output_dir>/<src>-<tgt>.jsonl` for every direction that is not up to date.
 
     `make_translator` is called only when some direction needs translating, so a rerun that
-    finds everything done loads no model. `settings` (redacted) identifies the translator.
+    finds everything done loads no model. `settings` (redacted) identifies the translator;
+    `fingerprint`, when given, identifies per direction inputs of its own (files it reads).
+    A translator with `check_directions(directions)` is asked first, before it loads a model,
+    whether it supports them all.
     """
     translator: Translator | RowTranslator | None = None
     prompt_fn: PromptFn | None = None
@@ -77,6 +114,10 @@ def translate_directions(
             output_dir / f"{direction}.jsonl",
             {**settings, "limit": limit, "sentences": sentences_digest(rows)},
         )
+        if fingerprint is not None:
+            output = ResumableOutput(
+                output.path, {**output.settings, "fingerprint": fingerprint(direction)}
+            )
         progress = f"[{position}/{total}] {direction}"
         if output.is_current():
             log.info("%s: up to date", progress)
@@ -85,20 +126,62 @@ def translate_directions(
             log.info("%s: restored from %s", progress, output.cached)
             continue
         if translator is None or prompt_fn is None:
-            started = time.monotonic()
-            translator, prompt_fn = make_translator()
-            log.info("loaded translator in %.1f s", time.monotonic() - started)
-        started = time.monotonic()
-        translations = translate_rows(translator, prompt_fn, rows, direction)
-        output.publish(partial(write_jsonl, frame=translation_frame(rows, translations)))
-        elapsed = time.monotonic() - started
+            translator, prompt_fn = _start(make_translator, directions)
+        started, before = time.monotonic(), usage_counters(translator)
+        raw = translate_rows(translator, prompt_fn, rows, direction)
+        frame = translation_frame(rows, raw)
+        output.publish(partial(write_jsonl, frame=frame))
+        record = timing_record(direction, len(rows), time.monotonic() - started, before, translator)
+        write_json(output_dir / TIMING_DIR / f"{direction}.json", record)
         log.info(
             "%s: %d sentences in %.2f s (%.1f sentences/s)",
             progress,
             len(rows),
-            elapsed,
-            len(rows) / elapsed if elapsed > 0 else float("inf"),
+            record["seconds"],
+            record["sentences_per_second"],
         )
+
+
+def _start(
+    make_translator: Callable[[], tuple[Translator | RowTranslator, PromptFn]],
+    directions: Sequence[Direction],
+) -> tuple[Translator | RowTranslator, PromptFn]:
+    started = time.monotonic()
+    translator, prompt_fn = make_translator()
+    check = getattr(translator, "check_directions", None)
+    if check is not None:
+        check(directions)
+    log.info("translator ready in %.1f s", time.monotonic() - started)
+    return translator, prompt_fn
+
+
+def usage_counters(translator: Any) -> dict[str, float]:
+    """A translator's cumulative counters (requests, tokens, ...), where it keeps any."""
+    usage = getattr(translator, "usage", None)
+    if dataclasses.is_dataclass(usage) and not isinstance(usage, type):
+        usage = dataclasses.asdict(usage)
+    if not isinstance(usage, dict):
+        return {}
+    return {key: value for key, value in usage.items() if isinstance(value, (int, float))}
+
+
+def timing_record(
+    direction: Direction, sentences: int, seconds: float, before: dict[str, float], translator: Any
+) -> dict[str, Any]:
+    """Wall time of one direction, with what the translator counted meanwhile."""
+    counted = {key: value - before.get(key, 0) for key, value in usage_counters(translator).items()}
+    record: dict[str, Any] = {
+        "src_lang": direction.src_lang,
+        "tgt_lang": direction.tgt_lang,
+        "sentences": sentences,
+        "seconds": round(seconds, 3),
+        "sentences_per_second": round(sentences / seconds, 3) if seconds > 0 else None,
+        **counted,
+    }
+    generated = counted.get("completion_tokens") or counted.get("generated_tokens")
+    if generated and seconds > 0:
+        record["output_tokens_per_second"] = round(generated / seconds, 3)
+    return record
 
 
 def translate_rows(
@@ -113,7 +196,10 @@ def translate_rows(
         prompts = [
             prompt_fn(direction.src_lang, direction.tgt_lang, text) for text in rows["src_text"]
         ]
-        translations = translator.translate(prompts)
+        try:
+            translations = translator.translate(prompts)
+        except Exception as error:
+            raise RuntimeError(f"direction {direction}: {error}") from error
     translations = list(translations)
     if len(translations) != len(rows):
         raise ValueError(
@@ -129,10 +215,13 @@ def translate_rows(
     return translations
 
 
-def translation_frame(rows: pd.DataFrame, translations: list[str]) -> pd.DataFrame:
+def translation_frame(rows: pd.DataFrame, raw: list[str]) -> pd.DataFrame:
+    """The JSONL rows. Reasoning a model printed before its answer is not scored: mt_text
+    holds the answer alone, and mt_raw the whole output when the two differ anywhere."""
     import pandas as pd
 
-    return pd.DataFrame(
+    translations = [strip_reasoning(text) for text in raw]
+    frame = pd.DataFrame(
         {
             "src_lang": rows["src_lang"],
             "tgt_lang": rows["tgt_lang"],
@@ -142,3 +231,6 @@ def translation_frame(rows: pd.DataFrame, translations: list[str]) -> pd.DataFra
             "uniq_id": rows["uniq_id"],
         }
     )
+    if translations != raw:
+        frame["mt_raw"] = raw
+    return frame

@@ -2,7 +2,14 @@
 
 from pathlib import Path
 
-from bouquet_eval.aggregate import append_manifest, manifest_entry, write_aggregates
+from bouquet_eval.aggregate import (
+    append_manifest,
+    manifest_entry,
+    timing_table,
+    timing_totals,
+    write_aggregates,
+    write_csv,
+)
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.jobs import job_logging, model_entry
 from bouquet_eval.metrics import load_metrics, metric_columns
@@ -22,6 +29,9 @@ with job_logging(snakemake.log[0]) as log:
         resampling,
         {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
     )
+    directions = [Direction.parse(name) for name in snakemake.params.directions]
+    timing = timing_table(Path(snakemake.output.scores).parent, directions)
+    write_csv(Path(snakemake.output.timing), timing)
     append_manifest(
         Path(snakemake.output.manifest),
         manifest_entry(
@@ -29,9 +39,10 @@ with job_logging(snakemake.log[0]) as log:
             model_name=snakemake.wildcards.model,
             model_settings=model_settings(model_entry(config, snakemake.wildcards.model)),
             dataset_identity=resolve_dataset(config["dataset"]).identity,
-            directions=[Direction.parse(name) for name in snakemake.params.directions],
+            directions=directions,
             metric_signatures={metric.name: metric.signature() for metric in metrics},
             resampling=resampling,
+            timing=timing_totals(timing),
         ),
     )
     log.info("%d directions aggregated into %s", len(scores), snakemake.output.scores)

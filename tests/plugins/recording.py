@@ -102,3 +102,24 @@ class LoadCountingMetric:
             for mt, ref in zip(rows["mt_text"], rows["ref_text"], strict=True)
         ]
         return {"length_ratio": ratios}
+
+
+class ThinkingTranslator(RecordingTranslator):
+    """Answers like a reasoning model: a <think> block, then the translation."""
+
+    def translate(self, prompts: list[str]) -> list[str]:
+        return [f"<think>\nLet me see: {len(p)} characters.\n</think>\n{t}" for p, t in
+                zip(prompts, super().translate(prompts), strict=True)]  # fmt: skip
+
+
+class PickyTranslator(RecordingTranslator):
+    """Supports no direction into `refuse`, and says so before any work."""
+
+    def __init__(self, record: str, refuse: str) -> None:
+        super().__init__(record)
+        self.refuse = refuse
+
+    def check_directions(self, directions) -> None:
+        unsupported = sorted({d.tgt_lang for d in directions if d.tgt_lang == self.refuse})
+        if unsupported:
+            raise ValueError(f"this model does not support {unsupported}")

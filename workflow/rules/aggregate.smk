@@ -4,6 +4,7 @@ rule aggregate:
     output:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
         summary=OUTPUT_DIR / "{model}" / "summary.csv",
+        timing=OUTPUT_DIR / "{model}" / "timing.csv",
         scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
         # The manifest is a history: Snakemake must not delete it before the job runs.
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),

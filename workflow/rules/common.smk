@@ -15,6 +15,7 @@ from bouquet_eval.provenance import (
 )
 from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import model_settings
+from bouquet_eval.translators import model_gpus
 
 REPOSITORY = Path(workflow.basedir).parent
 # Lets configuration files name files of the repository from any working directory.
@@ -83,10 +84,19 @@ def all_aggregates():
         for name in (
             "scores.csv",
             "summary.csv",
+            "timing.csv",
             "scored_rows.parquet",
             "manifest.json",
         )
     ]
+
+
+def provided_translations(model, directions):
+    """Translations brought by the user are inputs: a changed file is taken again."""
+    if model["translator"] != "provided":
+        return []
+    folder = expand_path(model["path"])
+    return [str(folder / f"{direction}.jsonl") for direction in directions]
 
 
 def grows_with_attempt(stage, key):

@@ -9,6 +9,7 @@ for model in MODELS.values():
                 rule_name("translate", model, shard)
             input:
                 [str(DATASET.file(direction)) for direction in directions],
+                provided_translations(model, directions),
             output:
                 [update(translation_file(model, direction)) for direction in directions],
             log:
@@ -19,7 +20,7 @@ for model in MODELS.values():
                 "../../envs/workflow.yaml"
             threads: config["resources"]["translate"]["cpus"]
             resources:
-                gpu=model["gpus"],
+                gpu=model_gpus(model),
                 mem_mb=grows_with_attempt("translate", "mem_mb"),
                 runtime=grows_with_attempt("translate", "runtime"),
             params:

@@ -1,0 +1,483 @@
+"""Hugging Face encoder-decoder translators: NLLB-200, MADLAD-400 and Aya-101.
+
+The runner hands a translator prompts, not languages, so each model family comes with a prompt
+function that puts what the model needs into the prompt, in the model's own language codes:
+
+- NLLB-200 (`NLLBTranslator` + `nllb_prompt`): "<src code>\\t<tgt code>\\t<text>"; the translator
+  sets the tokenizer's `src_lang` and forces the target code as the first generated token.
+- MADLAD-400 (`MadladTranslator` + `madlad_prompt`): "<2xx> <text>", the model's native input.
+- Aya-101 (`AyaTranslator` + the default `bouquet_eval.prompt.build_prompt`): an instruction.
+
+Every translator has `check_directions(directions)`, which raises `UnsupportedLanguageError`
+naming every language the model cannot translate from or into, without loading the model: NLLB
+and MADLAD look for the language tokens in the tokenizer (which they load), Aya looks the
+language up in its model card's list (langcodes only). NLLB's and MADLAD's `translate` check
+the languages of their prompts again before the model loads. The model loads on the first
+`translate` call, once; torch and transformers are imported only then or by a tokenizer load,
+so building a translator is cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AyaTranslator",
+    "LanguagePair",
+    "MadladTranslator",
+    "NLLBTranslator",
+    "Seq2SeqTranslator",
+    "UnsupportedLanguageError",
+    "aya_supports",
+    "length_sorted_batches",
+    "madlad_code",
+    "madlad_prompt",
+    "nllb_code",
+    "nllb_prompt",
+    "split_code",
+]
+
+DTYPES = ("float32", "bfloat16", "float16")
+_BOUQUET_CODE = re.compile(r"^([a-z]{3})_([A-Z][a-z]{3})(?:_[a-z]{4}[0-9]{4})?$")
+
+# BOUQuET codes that NLLB-200 spells differently. Everything else is used as it is, without
+# its glottocode (NLLB has one Portuguese, `por_Latn`, and one Twi, `twi_Latn`).
+NLLB_CODE_DIFFERENCES = {
+    # BOUQuET names Mandarin (cmn); NLLB names the macrolanguage Chinese (zho).
+    "cmn_Hans": "zho_Hans",
+    "cmn_Hant": "zho_Hant",
+    # Korean: BOUQuET's script is Kore (Hangul with Han), NLLB's Hang (Hangul).
+    "kor_Kore": "kor_Hang",
+    # Standard Estonian (ekk) is NLLB's est.
+    "ekk_Latn": "est_Latn",
+    # Macrolanguage codes, should a dataset use them, for the variety NLLB covers.
+    "ara_Arab": "arb_Arab",
+    "fas_Arab": "pes_Arab",
+    "msa_Latn": "zsm_Latn",
+    "swa_Latn": "swh_Latn",
+    "lav_Latn": "lvs_Latn",
+    "nep_Deva": "npi_Deva",
+    "mon_Cyrl": "khk_Cyrl",
+    "sqi_Latn": "als_Latn",
+    "aze_Latn": "azj_Latn",
+    "uzb_Latn": "uzn_Latn",
+    "pus_Arab": "pbt_Arab",
+    "mlg_Latn": "plt_Latn",
+    "orm_Latn": "gaz_Latn",
+    "ori_Orya": "ory_Orya",
+    "yid_Hebr": "ydd_Hebr",
+    "fil_Latn": "tgl_Latn",
+}
+_NLLB_CODE = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")
+_NLLB_PROMPT = re.compile(rf"^({_NLLB_CODE.pattern})\t({_NLLB_CODE.pattern})\t(.*)\Z", re.DOTALL)
+
+# Individual languages whose macrolanguage langcodes does not know (it has Southern Pashto as
+# a language of its own, written in Latin).
+_MACROLANGUAGES = {"pbt": "ps"}
+# Where MADLAD-400 departs from ISO 639-1: it has Norwegian as `no`, not Bokmål `nb`.
+MADLAD_CODE_DIFFERENCES = {"nb": "no"}
+_MADLAD_TOKEN = re.compile(r"^<2([^<>\s]+)>")
+
+# The languages on the Aya-101 model card (ISO 639-3, macrolanguages where they apply).
+# fmt: off
+AYA_LANGUAGES = frozenset((
+    "afr", "amh", "ara", "aze", "bel", "ben", "bul", "cat", "ceb", "ces", "cym", "dan", "deu",
+    "ell", "eng", "epo", "est", "eus", "fil", "fin", "fra", "fry", "gla", "gle", "glg", "guj",
+    "hat", "hau", "heb", "hin", "hun", "hye", "ibo", "ind", "isl", "ita", "jav", "jpn", "kan",
+    "kat", "kaz", "khm", "kir", "kor", "kur", "lao", "lat", "lav", "lit", "ltz", "mal", "mar",
+    "mkd", "mlg", "mlt", "mon", "mri", "msa", "mya", "nep", "nld", "nor", "nso", "nya", "ory",
+    "pan", "pes", "pol", "por", "pus", "ron", "rus", "sin", "slk", "slv", "smo", "sna", "snd",
+    "som", "sot", "spa", "sqi", "srp", "sun", "swa", "swe", "tam", "tel", "tgk", "tha", "tur",
+    "twi", "ukr", "urd", "uzb", "vie", "xho", "yid", "yor", "zho", "zul",
+))
+# fmt: on
+# CLDR's language-matching distance: 10 and below admits varieties a user would accept for the
+# language (Egyptian Arabic for Arabic 10, Dari for Persian 4, Bokmål for Norwegian 1) but not
+# Moroccan Arabic (14), Nynorsk (20) or Croatian for Serbian (59).
+AYA_MAX_DISTANCE = 10
+
+
+class UnsupportedLanguageError(ValueError):
+    """Some languages cannot be translated from or into with this model."""
+
+    def __init__(self, model: str, unsupported: dict[str, str]) -> None:
+        self.unsupported = unsupported
+        listed = ", ".join(
+            code if model_code == code else f"{code} (as {model_code})"
+            for code, model_code in sorted(unsupported.items())
+        )
+        super().__init__(
+            f"model '{model}' does not support {len(unsupported)} language(s): {listed}. "
+            "Leave them out of the directions (directions.src_langs, tgt_langs or list)."
+        )
+
+
+class LanguagePair(Protocol):
+    """A direction: `bouquet_eval.data.Direction` or anything with the same two fields."""
+
+    @property
+    def src_lang(self) -> str: ...
+
+    @property
+    def tgt_lang(self) -> str: ...
+
+
+def split_code(code: str) -> tuple[str, str]:
+    """(ISO 639-3 language, ISO 15924 script) of a BOUQuET code; the glottocode is dropped."""
+    match = _BOUQUET_CODE.match(code)
+    if match is None:
+        raise ValueError(f"'{code}' is not a BOUQuET language code such as 'por_Latn_braz1246'")
+    return match.group(1), match.group(2)
+
+
+def nllb_code(code: str) -> str:
+    """The NLLB-200 language token for a BOUQuET code."""
+    language, script = split_code(code)
+    return NLLB_CODE_DIFFERENCES.get(f"{language}_{script}", f"{language}_{script}")
+
+
+def nllb_prompt(src_lang: str, tgt_lang: str, src_text: str) -> str:
+    """The prompt `NLLBTranslator` reads: both NLLB codes, then the text, tab-separated.
+
+    Codes hold no tab, so the first two tabs end them whatever the text holds.
+    """
+    return f"{nllb_code(src_lang)}\t{nllb_code(tgt_lang)}\t{src_text}"
+
+
+def madlad_code(code: str) -> str:
+    """The code in MADLAD-400's `<2xx>` token for a BOUQuET code.
+
+    ISO 639-1 where the language (or its macrolanguage: cmn -> zh, ekk -> et, pes -> fa) has
+    one, else ISO 639-3; the script is appended when it is not the language's usual one
+    (cmn_Hant -> zh_Hant, srp_Latn -> sr_Latn), as far as langcodes knows the usual one.
+    """
+    import langcodes
+
+    language, script = split_code(code)
+    tag = langcodes.standardize_tag(_MACROLANGUAGES.get(language, language), macro=True)
+    if "-" in tag:
+        # A region means a variety of another language (prs -> fa-AF): keep the variety's code.
+        tag = language
+    tag = MADLAD_CODE_DIFFERENCES.get(tag, tag)
+    # Only languages in CLDR's likely-subtags data have a known usual script; langcodes would
+    # give the others Latin, which would put a suffix on every Arabic-script variety it lacks.
+    likely = langcodes.LIKELY_SUBTAGS.get(tag)
+    usual_script = langcodes.Language.get(likely).script if likely else None
+    return tag if usual_script in (None, script) else f"{tag}_{script}"
+
+
+def madlad_prompt(src_lang: str, tgt_lang: str, src_text: str) -> str:
+    """MADLAD-400's input: the target language token, then the text."""
+    return f"<2{madlad_code(tgt_lang)}> {src_text}"
+
+
+def aya_supports(code: str) -> bool:
+    """Whether Aya-101 was trained on the language of a BOUQuET code (any script)."""
+    import langcodes
+
+    language, _ = split_code(code)
+    language = _MACROLANGUAGES.get(language, language)
+    return any(
+        langcodes.tag_distance(language, trained) <= AYA_MAX_DISTANCE for trained in AYA_LANGUAGES
+    )
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices into `lengths` in batches of similar length, so that little goes to padding.
+
+    Longest first, so that a batch too large for memory fails at once, not at the end.
+    """
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index], reverse=True)
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+class Seq2SeqTranslator(Generic[Key]):
+    """What the three families share: loading, batching, generation and decoding.
+
+    A family says how a prompt splits into a group key and the text to encode (prompts of one
+    group are encoded and generated alike), how a group is encoded, and what extra arguments
+    its generation takes.
+    """
+
+    family: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 16,
+        num_beams: int = 1,
+        max_new_tokens: int = 256,
+    ) -> None:
+        if dtype not in ("auto", *DTYPES):
+            raise ValueError(
+                f"{self.family} dtype must be 'auto' or one of {DTYPES}, not '{dtype}'"
+            )
+        for name, value in (
+            ("batch_size", batch_size),
+            ("num_beams", num_beams),
+            ("max_new_tokens", max_new_tokens),
+        ):
+            if value < 1:
+                raise ValueError(f"{self.family} {name} must be positive, not {value}")
+        self.model_name = str(model)
+        self.revision = revision
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.num_beams = num_beams
+        self.max_new_tokens = max_new_tokens
+        self.model: Any = None
+        """The loaded model; None until the first `translate` call."""
+        self._tokenizer: Any = None
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, loaded on first use; the language checks need only this."""
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_name, revision=self.revision)
+        return self._tokenizer
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def resolved_dtype(self) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"
+
+    def check_directions(self, directions: Iterable[LanguagePair]) -> None:
+        """Raise `UnsupportedLanguageError` naming every language of `directions` the model
+        cannot handle. Loads at most the tokenizer, never the model."""
+        codes = {code for pair in directions for code in (pair.src_lang, pair.tgt_lang)}
+        unsupported = self.unsupported_languages(sorted(codes))
+        if unsupported:
+            raise UnsupportedLanguageError(self.model_name, unsupported)
+
+    def unsupported_languages(self, codes: Sequence[str]) -> dict[str, str]:
+        """BOUQuET code -> the model's code for it, of the codes the model does not support."""
+        raise NotImplementedError
+
+    def translate(self, prompts: list[str]) -> list[str]:
+        # Generated first: a prompt of the wrong shape fails before the tokenizer loads.
+        generated = self.generate_ids(prompts)
+        if not generated:
+            return []
+        return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+
+    def generate_ids(self, prompts: list[str]) -> list[list[int]]:
+        """The generated token ids of each prompt, in the prompts' order, without trailing
+        padding; the decoder's start token comes first."""
+        if not prompts:
+            return []
+        groups: dict[Key, list[int]] = {}
+        texts = []
+        for index, prompt in enumerate(prompts):
+            key, text = self.split_prompt(prompt)
+            groups.setdefault(key, []).append(index)
+            texts.append(text)
+        # Before the model loads: a wrong language costs seconds, not a model load.
+        self.check_groups(list(groups))
+        model = self.load_model()
+        generated: list[list[int]] = [[] for _ in prompts]
+        batches = 0
+        started = time.monotonic()
+        for key, indices in groups.items():
+            encoded = self.encode(key, [texts[index] for index in indices])
+            for batch in length_sorted_batches([len(ids) for ids in encoded], self.batch_size):
+                rows = self.generate_batch(model, [encoded[j] for j in batch], key)
+                for j, row in zip(batch, rows, strict=True):
+                    generated[indices[j]] = row
+                batches += 1
+        log.info(
+            "%s: %d prompts in %d batches in %.1f s",
+            self.family,
+            len(prompts),
+            batches,
+            time.monotonic() - started,
+        )
+        return generated
+
+    def split_prompt(self, prompt: str) -> tuple[Key, str]:
+        """(group key, text to encode) of a prompt."""
+        raise NotImplementedError
+
+    def check_groups(self, keys: list[Key]) -> None:
+        """Raise before any work if a group cannot be translated."""
+
+    def encode(self, key: Key, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer(texts)["input_ids"]
+
+    def generation_kwargs(self, key: Key) -> dict[str, Any]:
+        return {}
+
+    def load_model(self) -> Any:
+        if self.model is None:
+            import torch
+            from transformers import AutoModelForSeq2SeqLM
+
+            started = time.monotonic()
+            device, dtype = self.resolved_device(), self.resolved_dtype()
+            model = AutoModelForSeq2SeqLM.from_pretrained(
+                self.model_name, revision=self.revision, dtype=getattr(torch, dtype)
+            )
+            self.model = model.to(device).eval()
+            log.info(
+                "%s: loaded %s (%s, %s) in %.1f s",
+                self.family,
+                self.model_name,
+                device,
+                dtype,
+                time.monotonic() - started,
+            )
+        return self.model
+
+    def generate_batch(self, model: Any, rows: list[list[int]], key: Key) -> list[list[int]]:
+        import torch
+
+        inputs = self.tokenizer.pad({"input_ids": rows}, return_tensors="pt").to(model.device)
+        with torch.inference_mode():
+            output: torch.Tensor = model.generate(
+                **inputs,
+                do_sample=False,
+                num_beams=self.num_beams,
+                max_new_tokens=self.max_new_tokens,
+                **self.generation_kwargs(key),
+            )
+        return [self.without_padding(row) for row in output.tolist()]
+
+    def without_padding(self, row: list[int]) -> list[int]:
+        pad = self.tokenizer.pad_token_id
+        end = len(row)
+        # Some decoders start with the padding token (T5): keep at least that one.
+        while end > 1 and row[end - 1] == pad:
+            end -= 1
+        return row[:end]
+
+
+class NLLBTranslator(Seq2SeqTranslator[tuple[str, str]]):
+    """NLLB-200 (`facebook/nllb-200-*`), with prompts from `nllb_prompt`."""
+
+    family = "nllb"
+
+    def language_tokens(self) -> set[str]:
+        """The language codes the tokenizer has tokens for: its added tokens shaped like one."""
+        return {token for token in self.tokenizer.get_added_vocab() if _NLLB_CODE.fullmatch(token)}
+
+    def unsupported_languages(self, codes: Sequence[str]) -> dict[str, str]:
+        known = self.language_tokens()
+        wanted = {code: nllb_code(code) for code in codes}
+        return {code: token for code, token in wanted.items() if token not in known}
+
+    def split_prompt(self, prompt: str) -> tuple[tuple[str, str], str]:
+        match = _NLLB_PROMPT.match(prompt)
+        if match is None:
+            raise ValueError(
+                "NLLBTranslator reads prompts '<src code>\\t<tgt code>\\t<text>': set the model's "
+                "prompt_fn to 'bouquet_eval.translators.hf_seq2seq:nllb_prompt', not "
+                f"{prompt[:60]!r}"
+            )
+        return (match.group(1), match.group(2)), match.group(3)
+
+    def check_groups(self, keys: list[tuple[str, str]]) -> None:
+        known = self.language_tokens()
+        missing = {code for key in keys for code in key if code not in known}
+        if missing:
+            raise UnsupportedLanguageError(self.model_name, {code: code for code in missing})
+
+    def encode(self, key: tuple[str, str], texts: list[str]) -> list[list[int]]:
+        src_code, _ = key
+        # The tokenizer puts the source code token around the text (its position depends on
+        # the tokenizer's legacy_behaviour), so the source is set on the tokenizer.
+        self.tokenizer.src_lang = src_code
+        return self.tokenizer(texts)["input_ids"]
+
+    def generation_kwargs(self, key: tuple[str, str]) -> dict[str, Any]:
+        _, tgt_code = key
+        return {"forced_bos_token_id": self.tokenizer.convert_tokens_to_ids(tgt_code)}
+
+
+class MadladTranslator(Seq2SeqTranslator[str]):
+    """MADLAD-400 MT (`google/madlad400-*-mt`), with prompts from `madlad_prompt`."""
+
+    family = "madlad"
+
+    def language_tokens(self) -> set[str]:
+        """The `<2xx>` tokens of the vocabulary, pieces or added tokens alike."""
+        return {token for token in self.tokenizer.get_vocab() if _MADLAD_TOKEN.fullmatch(token)}
+
+    def unsupported_languages(self, codes: Sequence[str]) -> dict[str, str]:
+        # The target needs its token; a source without one is most likely not among the
+        # languages MADLAD was trained on, so both sides are held to it.
+        known = self.language_tokens()
+        wanted = {code: madlad_code(code) for code in codes}
+        return {code: tag for code, tag in wanted.items() if f"<2{tag}>" not in known}
+
+    def split_prompt(self, prompt: str) -> tuple[str, str]:
+        match = _MADLAD_TOKEN.match(prompt)
+        if match is None:
+            raise ValueError(
+                "MadladTranslator reads prompts '<2xx> <text>': set the model's prompt_fn to "
+                f"'bouquet_eval.translators.hf_seq2seq:madlad_prompt', not {prompt[:60]!r}"
+            )
+        # The token stays in the text: it is the model's input.
+        return match.group(1), prompt
+
+    def check_groups(self, keys: list[str]) -> None:
+        known = self.language_tokens()
+        missing = {tag for tag in keys if f"<2{tag}>" not in known}
+        if missing:
+            # Without its token the prefix would be split into pieces and ignored silently.
+            raise UnsupportedLanguageError(self.model_name, {tag: tag for tag in missing})
+
+
+class AyaTranslator(Seq2SeqTranslator[None]):
+    """Aya-101 (`CohereForAI/aya-101`), an instruction-tuned mT5, with the default prompt.
+
+    `allow_untrained_languages=True` lets through languages outside its 101 training languages:
+    the prompt names languages in English, so the model can be asked for any.
+    """
+
+    family = "aya"
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 16,
+        num_beams: int = 1,
+        max_new_tokens: int = 256,
+        allow_untrained_languages: bool = False,
+    ) -> None:
+        super().__init__(model, revision, device, dtype, batch_size, num_beams, max_new_tokens)
+        self.allow_untrained_languages = allow_untrained_languages
+
+    def unsupported_languages(self, codes: Sequence[str]) -> dict[str, str]:
+        if self.allow_untrained_languages:
+            return {}
+        return {code: code for code in codes if not aya_supports(code)}
+
+    def split_prompt(self, prompt: str) -> tuple[None, str]:
+        return None, prompt

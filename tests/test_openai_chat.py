@@ -1,0 +1,545 @@
+"""The chat-completions translator against the fault-injecting local server."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bouquet_eval.translators import Translator
+from bouquet_eval.translators.openai_chat import (
+    ChatRequestError,
+    MissingAPIKeyError,
+    OpenAIChatTranslator,
+    RequestCache,
+    retry_after_seconds,
+)
+from bouquet_eval.translators.reasoning import strip_reasoning
+
+from .chat_server import (
+    ChatServer,
+    Fault,
+    answer,
+    drop,
+    error,
+    hang,
+    no_choices,
+    not_json,
+    null_content,
+    rate_limit,
+)
+from .conftest import REPOSITORY
+
+KEY_VARIABLE = "BOUQUET_TEST_API_KEY"
+KEY = "sk-test-7f3a9c2e5b1d4068"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as running:
+        yield running
+
+
+def make(server: ChatServer, **settings: Any) -> OpenAIChatTranslator:
+    """A translator for `server` whose retries take milliseconds."""
+    defaults = {
+        "model": "test-model",
+        "base_url": server.url,
+        "api_key_env": KEY_VARIABLE,
+        "retry_backoff": 0.001,
+        "timeout": 5.0,
+    }
+    return OpenAIChatTranslator(**{**defaults, **settings})
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {seconds} s")
+        time.sleep(0.02)
+
+
+# strip_reasoning
+
+MULTI_LINE = "Première ligne.\nDeuxième ligne.\n\nTroisième, après un blanc.\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("<think>The user wants French.</think>\n\nBonjour.", "Bonjour."),
+        (f"<think>\nstep 1\nstep 2\n</think>\n\n{MULTI_LINE}", MULTI_LINE),
+        ("<think>\n\n</think>\n\nHallo.", "Hallo."),
+        ("  \n<THINK>case</THINK> Hola.", "Hola."),
+        ("<think>a</think>\n<think>b</think>\nCiao.", "Ciao."),
+        ("<think>cut short by max_tok", ""),
+        ("<thinking>plan</thinking>\nDobrý den.", "Dobrý den."),
+        ("<reasoning>r</reasoning>Salut.", "Salut."),
+        ("<reasoning>unterminated\nstill thinking", ""),
+        ("reasoning whose opening tag was in the prompt\n</think>\n\nGuten Tag.", "Guten Tag."),
+        ("reasoning\n</THINK>\nGuten Abend.", "Guten Abend."),
+        ("<|START_THINKING|>plan<|END_THINKING|>\nMerhaba.", "Merhaba."),
+        ("<|START_THINKING|>plan<|END_THINKING|><|START_RESPONSE|>Hej.<|END_RESPONSE|>", "Hej."),
+        ("<|START_THINKING|>never ends", ""),
+        (
+            "<|channel|>analysis<|message|>Translate it.<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>Bonjour.<|return|>",
+            "Bonjour.",
+        ),
+        (
+            "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final "
+            f"<|constrain|>text<|message|>{MULTI_LINE}<|end|>",
+            MULTI_LINE,
+        ),
+        ("<|start|>assistant<|channel|>analysis<|message|>We need to transl", ""),
+        ("<|channel|>analysis<|message|>a<|end|><|channel|>final<|message|>Olá.", "Olá."),
+    ],
+)
+def test_strip_reasoning_removes_reasoning(raw: str, expected: str) -> None:
+    assert strip_reasoning(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Bonjour.",
+        MULTI_LINE,
+        "  leading spaces and a trailing newline\n",
+        "I think so.",
+        "Think before you speak.",
+        "<thinker> is not a tag we know",
+        "Le mot <think> apparaît au milieu.",
+        "We <think> a lot </think> here, in the middle.",
+        "An answer that says </reasoning> somewhere.",
+        "channel 4, final message",
+    ],
+)
+def test_strip_reasoning_leaves_answers_alone(text: str) -> None:
+    assert strip_reasoning(text) == text
+
+
+# Requests and retries
+
+
+def test_is_a_translator(server: ChatServer) -> None:
+    assert isinstance(make(server), Translator)
+
+
+def test_answers_come_back_in_prompt_order(server: ChatServer) -> None:
+    prompts = [f"sentence {i}" for i in range(8)]
+    translator = make(server, concurrency=8)
+    translator.translate(["warm-up"])  # the SDK's import, outside the timing
+    # The first to arrive is answered last, so replies come back roughly in reverse.
+    server.script(*(answer(delay=0.05 * (8 - i)) for i in range(8)))
+    started = time.monotonic()
+    assert translator.translate(prompts) == [f"T:{prompt}" for prompt in prompts]
+    # In sequence the delays add up to 1.8 s; concurrently, to the longest one (0.4 s).
+    assert time.monotonic() - started < 1.4
+    assert sorted(request.prompt for request in server.chat_requests[1:]) == sorted(prompts)
+    assert translator.usage.requests == 9
+
+
+def test_settings_are_forwarded(server: ChatServer) -> None:
+    extra_body = {"top_k": 5, "chat_template_kwargs": {"enable_thinking": False}}
+    translator = make(
+        server,
+        max_tokens=7,
+        temperature=0.3,
+        seed=11,
+        system_prompt="Translate tersely.",
+        extra_body=extra_body,
+    )
+    assert translator.translate(["Hello."]) == ["T:Hello."]
+    (request,) = server.chat_requests
+    assert request.body == {
+        "model": "test-model",
+        "messages": [
+            {"role": "system", "content": "Translate tersely."},
+            {"role": "user", "content": "Hello."},
+        ],
+        "max_tokens": 7,
+        "temperature": 0.3,
+        "seed": 11,
+        **extra_body,
+    }
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_defaults_send_no_token_limit_and_no_system_message(server: ChatServer) -> None:
+    make(server).translate(["Hello."])
+    (request,) = server.chat_requests
+    assert request.body == {
+        "model": "test-model",
+        "messages": [{"role": "user", "content": "Hello."}],
+        "temperature": 0.0,
+        "seed": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(rate_limit(retry_after_ms="5"), id="429-retry-after-ms"),
+        pytest.param(rate_limit(retry_after="0.01"), id="429-retry-after"),
+        pytest.param(rate_limit(), id="429-bare"),
+        pytest.param(error(408), id="408"),
+        pytest.param(error(409), id="409"),
+        pytest.param(error(500), id="500"),
+        pytest.param(error(502), id="502"),
+        pytest.param(error(503), id="503"),
+        # Beyond the 1 s timeout below, which leaves a loaded machine time for real replies.
+        pytest.param(answer(delay=10.0), id="timeout"),
+        pytest.param(drop(), id="dropped-connection"),
+        pytest.param(not_json(), id="html-200"),
+        pytest.param(not_json("application/json"), id="invalid-json-200"),
+        pytest.param(no_choices(), id="no-choices"),
+        pytest.param(null_content(), id="null-content"),
+    ],
+)
+def test_a_passing_fault_is_retried(server: ChatServer, fault: Fault) -> None:
+    server.script(fault)
+    translator = make(server, timeout=1.0)
+    assert translator.translate(["Hello."]) == ["T:Hello."]
+    requests = server.chat_requests
+    assert [request.prompt for request in requests] == ["Hello.", "Hello."]
+    assert [request.headers["x-stainless-retry-count"] for request in requests] == ["0", "1"]
+    assert (translator.usage.requests, translator.usage.retries) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("headers", "at_least"),
+    [({"retry-after-ms": "300"}, 0.3), ({"Retry-After": "0.3"}, 0.3)],
+)
+def test_retry_waits_as_the_server_asks(
+    server: ChatServer, headers: dict[str, str], at_least: float
+) -> None:
+    server.script(error(429, headers=headers))
+    # A backoff of 5 s would show if the header were ignored.
+    translator = make(server, retry_backoff=5.0)
+    started = time.monotonic()
+    translator.translate(["Hello."])
+    assert at_least <= time.monotonic() - started < 3.0
+
+
+def test_retry_after_too_long_fails_at_once(server: ChatServer) -> None:
+    server.script(rate_limit(retry_after="3600"))
+    with pytest.raises(ChatRequestError, match=r"prompt 0: HTTP 429: .*wait 3600 s"):
+        make(server).translate(["Hello."])
+    assert len(server.chat_requests) == 1
+
+
+def test_retry_after_parsing() -> None:
+    in_30_s = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert 28 < (retry_after_seconds({"retry-after": in_30_s}) or 0) <= 30
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_a_client_error_fails_at_once(server: ChatServer, status: int) -> None:
+    server.script(error(status, "max_tokens is too large"))
+    with pytest.raises(ChatRequestError) as raised:
+        make(server).translate(["Hello."])
+    assert str(raised.value) == (
+        f"prompt 0: the server refused the request: HTTP {status}: max_tokens is too large"
+    )
+    assert raised.value.index == 0
+    assert len(server.chat_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        pytest.param(
+            error(503, "overloaded", headers={"retry-after-ms": "1"}),
+            "HTTP 503: overloaded",
+            id="503",
+        ),
+        pytest.param(drop(), "connection failed (RemoteProtocolError", id="dropped-connection"),
+        pytest.param(
+            not_json(), "the reply is not JSON: '<html>upstream hiccup</html>'", id="not-json"
+        ),
+        pytest.param(no_choices(), "the reply has no choices", id="no-choices"),
+        pytest.param(null_content(), "the reply's content is null", id="null-content"),
+        pytest.param(
+            null_content(reasoning="spent every token thinking"),
+            "the reply's content is null (it has reasoning only: is max_tokens too small?)",
+            id="reasoning-only",
+        ),
+    ],
+)
+def test_a_lasting_fault_fails_after_the_bounded_attempts(
+    server: ChatServer, fault: Fault, reason: str
+) -> None:
+    server.script(answer())
+    server.default = fault
+    with pytest.raises(ChatRequestError) as raised:
+        # One at a time, so that prompt 0 takes the scripted answer and prompt 1 the fault.
+        make(server, max_retries=3, concurrency=1).translate(["first", "second"])
+    assert raised.value.index == 1
+    assert str(raised.value).startswith("prompt 1: gave up after 4 attempts; the last one: ")
+    assert reason in str(raised.value)
+    assert [request.prompt for request in server.chat_requests] == ["first"] + ["second"] * 4
+
+
+def test_empty_content_is_an_answer(server: ChatServer) -> None:
+    server.script(answer(content=""))
+    assert make(server).translate(["Hello."]) == [""]
+    assert len(server.chat_requests) == 1
+
+
+def test_after_a_failure_no_new_request_is_started(server: ChatServer) -> None:
+    server.default = error(400, "bad request")
+    with pytest.raises(ChatRequestError, match=r"0 other prompts failed as well and 4 were not"):
+        make(server, concurrency=1).translate([f"p{i}" for i in range(5)])
+    assert len(server.chat_requests) == 1
+
+
+def test_usage_counts_tokens_and_truncations(server: ChatServer) -> None:
+    server.script(answer(), answer(finish_reason="length"))
+    translator = make(server, system_prompt="be brief", concurrency=1)
+    translator.translate(["one two three", "four"])
+    # The server counts words: prompts are 2 + 3 and 2 + 1, answers "T:one two three", "T:four".
+    assert translator.usage.prompt_tokens == 8
+    assert translator.usage.completion_tokens == 4
+    assert translator.usage.truncated == 1
+    assert (translator.usage.requests, translator.usage.retries) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        answer(reasoning_content="secret plan"),
+        answer(reasoning="secret plan"),
+        answer(prefix="<think>secret plan</think>\n\n"),
+    ],
+    ids=["reasoning_content", "reasoning", "inline-think"],
+)
+def test_reasoning_is_never_the_translation(server: ChatServer, fault: Fault) -> None:
+    server.script(fault)
+    (raw,) = make(server).translate(["Hello."])
+    assert strip_reasoning(raw) == "T:Hello."
+    assert raw.endswith("T:Hello.")
+
+
+# Cache
+
+
+def test_a_rerun_sends_only_the_missing_requests(server: ChatServer, tmp_path: Path) -> None:
+    first = make(server, cache_dir=tmp_path)
+    assert first.translate(["a", "b"]) == ["T:a", "T:b"]
+    second = make(server, cache_dir=tmp_path)
+    assert second.translate(["b", "c", "a"]) == ["T:b", "T:c", "T:a"]
+    assert [request.prompt for request in server.chat_requests][2:] == ["c"]
+    assert (second.usage.cache_hits, second.usage.requests) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda url: {"model": "other-model"},
+        lambda url: {"system_prompt": "Be formal."},
+        lambda url: {"max_tokens": 64},
+        lambda url: {"temperature": 0.7},
+        lambda url: {"seed": 1},
+        lambda url: {"extra_body": {"top_k": 1}},
+        lambda url: {"base_url": url.replace("127.0.0.1", "localhost")},
+    ],
+    ids=["model", "system_prompt", "max_tokens", "temperature", "seed", "extra_body", "base_url"],
+)
+def test_the_cache_key_covers_what_decides_the_answer(
+    server: ChatServer, tmp_path: Path, change: Callable[[str], dict[str, Any]]
+) -> None:
+    make(server, cache_dir=tmp_path).translate(["a"])
+    make(server, cache_dir=tmp_path, **change(server.url)).translate(["a"])
+    assert len(server.chat_requests) == 2
+    # What does not change the answer does not miss the cache.
+    make(server, cache_dir=tmp_path, timeout=9.0, concurrency=3, max_retries=1).translate(["a"])
+    assert len(server.chat_requests) == 2
+
+
+def test_identical_prompts_share_one_request(server: ChatServer) -> None:
+    assert make(server).translate(["a", "b", "a"]) == ["T:a", "T:b", "T:a"]
+    assert sorted(request.prompt for request in server.chat_requests) == ["a", "b"]
+
+
+@pytest.mark.parametrize("tail", [-7, b'{"key": "\xc3'], ids=["truncated", "split-character"])
+def test_a_torn_record_is_ignored(
+    server: ChatServer, tmp_path: Path, tail: int | bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    make(server, cache_dir=tmp_path).translate(["a", "b", "c"])
+    (path,) = tmp_path.glob("*.jsonl")
+    data = path.read_bytes()
+    path.write_bytes(data[:tail] if isinstance(tail, int) else data + tail)
+    translator = make(server, cache_dir=tmp_path)
+    assert translator.translate(["a", "b", "c"]) == ["T:a", "T:b", "T:c"]
+    expected_hits = 2 if isinstance(tail, int) else 3
+    assert translator.usage.cache_hits == expected_hits
+    assert len(server.chat_requests) == 3 + 3 - expected_hits
+    assert "skipped 1 unreadable records" in caplog.text
+
+
+def test_a_cache_that_cannot_be_written_fails_the_call(server: ChatServer, tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    with pytest.raises(OSError):
+        make(server, cache_dir=not_a_directory).translate(["a", "b"])
+
+
+CHILD = """
+import json, sys
+from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
+
+url, cache_dir, prompts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+translator = OpenAIChatTranslator(
+    model="test-model", base_url=url, api_key_env=None, concurrency=4, cache_dir=cache_dir,
+    timeout=60,
+)
+print(json.dumps(translator.translate(prompts)))
+"""
+
+
+def test_no_answer_is_paid_for_twice_after_a_kill(tmp_path: Path) -> None:
+    prompts = [f"sentence {i}" for i in range(12)]
+    cache_dir = tmp_path / "cache"
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
+    with ChatServer() as server:
+        # Five answers, then requests that never end: the kill lands with four in flight.
+        server.script(*(answer() for _ in range(5)))
+        server.default = hang()
+        command = [sys.executable, "-c", CHILD, server.url, str(cache_dir), json.dumps(prompts)]
+        child = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(
+                lambda: (
+                    len(server.chat_requests) == 9 and len(RequestCache(cache_dir).answers()) == 5
+                ),
+                seconds=30,
+            )
+        finally:
+            child.kill()
+            _, stderr = child.communicate(timeout=10)
+        assert child.returncode == -signal.SIGKILL, stderr
+        killed_run = server.chat_requests
+        server.default = answer()
+        translator = OpenAIChatTranslator(
+            model="test-model", base_url=server.url, api_key_env=None, cache_dir=cache_dir
+        )
+        results = translator.translate(prompts)
+        rerun = server.chat_requests[len(killed_run) :]
+    assert results == [f"T:{prompt}" for prompt in prompts]
+    # Every prompt answered exactly once over both runs, and the rerun asked only for the rest.
+    assert Counter(server.answered_prompts()) == Counter(prompts)
+    answered_before = {request.prompt for request in killed_run if request.answered}
+    assert len(answered_before) == 5
+    assert sorted(request.prompt for request in rerun) == sorted(set(prompts) - answered_before)
+    assert (translator.usage.cache_hits, translator.usage.requests) == (5, 7)
+
+
+# Secrets
+
+
+def test_the_api_key_never_leaks(
+    server: ChatServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Servers may quote the credentials they got; the translator must not pass them on.
+    server.script(
+        error(429, "slow down", headers={"retry-after-ms": "1"}, echo_authorization=True),
+        answer(),
+        error(401, "invalid key", echo_authorization=True),
+    )
+    translator = make(server, cache_dir=tmp_path)
+    translator.translate(["a"])
+    with pytest.raises(ChatRequestError) as raised:
+        translator.translate(["b"])
+    assert all(request.headers["authorization"] == f"Bearer {KEY}" for request in server.requests)
+    assert "invalid key" in str(raised.value) and "<redacted>" in str(raised.value)
+    assert "slow down (got 'Bearer <redacted>')" in caplog.text
+    places = {
+        "exception": str(raised.value),
+        "log": caplog.text,
+        "repr": repr(translator),
+        "attributes": repr(vars(translator)),
+        **{path.name: path.read_text() for path in tmp_path.iterdir()},
+    }
+    assert [name for name, text in places.items() if KEY in text] == []
+
+
+def test_a_missing_key_variable_is_named(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_VARIABLE)
+    with pytest.raises(MissingAPIKeyError, match=f"environment variable {KEY_VARIABLE} is not"):
+        make(server)
+    assert server.requests == []
+
+
+def test_a_keyless_server_needs_no_variable(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert make(server, api_key_env=None).translate(["a"]) == ["T:a"]
+
+
+def test_importing_the_module_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys, bouquet_eval.translators.openai_chat, bouquet_eval.translators.reasoning\n"
+        "assert 'openai' not in sys.modules, 'openai was imported'"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
+    subprocess.run([sys.executable, "-c", code], env=environment, check=True)
+
+
+# The server itself
+
+
+def test_the_server_lists_its_model(server: ChatServer) -> None:
+    with urllib.request.urlopen(f"{server.url}/models", timeout=5) as response:
+        listing = json.load(response)
+    assert [model["id"] for model in listing["data"]] == ["test-model"]
+
+
+def test_the_server_stops_promptly_with_requests_held_and_connections_idle() -> None:
+    server = ChatServer(default=hang())
+    with server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        held = socket.create_connection(("127.0.0.1", port), timeout=5)
+        idle = socket.create_connection(("127.0.0.1", port), timeout=5)
+        body = b'{"messages": [{"role": "user", "content": "x"}]}'
+        held.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        wait_until(lambda: len(server.chat_requests) == 1, seconds=5)
+        started = time.monotonic()
+    assert time.monotonic() - started < 2.0
+    assert not [thread for thread in threading.enumerate() if "process_request" in thread.name]
+    assert held.recv(1) == b""  # closed without an answer
+    held.close()
+    idle.close()
