@@ -210,7 +210,7 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     from .conftest import REPOSITORY
 
     readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    (example,) = re.findall(r"<!-- by-hand -->\n```python\n(.*?)```", readme, flags=re.DOTALL)
     shutil.copytree(REPOSITORY / "data" / "sample" / "parquet", tmp_path / "data/sample/parquet")
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "README.md", "exec"), {})
