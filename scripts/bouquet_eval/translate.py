@@ -157,7 +157,7 @@ def _start(
 
 def usage_counters(translator: Any) -> dict[str, float]:
     """A translator's cumulative counters (requests, tokens, ...), where it keeps any."""
-    usage = getattr(translator, "usage", None)
+    usage = getattr(translator, "usage", None) or getattr(translator, "stats", None)
     if dataclasses.is_dataclass(usage) and not isinstance(usage, type):
         usage = dataclasses.asdict(usage)
     if not isinstance(usage, dict):

