@@ -1,0 +1,252 @@
+"""MetricX-24: an mT5 regression model's error score per segment, 0 (best) to 25 (worst).
+
+Scores match google-research/metricx (`metricx24/predict.py`, which scores one segment at a
+time) while batching many segments: inputs are sorted by length and packed under a token
+budget, so little compute goes to padding, and the scores are returned in the rows' order.
+torch and transformers are imported only when the model loads, on the first `score` call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+MAX_INPUT_TOKENS = 1536
+SCORE_TOKEN = "<extra_id_10>"
+"""The vocabulary entry whose logit the regression head was trained to produce."""
+SCORE_RANGE = (0.0, 25.0)
+PAD_ID = 0
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class BatchCounts:
+    """Work done by the model: segments, batches, and tokens without and with padding."""
+
+    segments: int = 0
+    batches: int = 0
+    real_tokens: int = 0
+    padded_tokens: int = 0
+
+    @property
+    def real_ratio(self) -> float:
+        """The share of the tokens run through the encoder that were not padding."""
+        return self.real_tokens / self.padded_tokens if self.padded_tokens else 1.0
+
+    def add(self, other: BatchCounts) -> None:
+        self.segments += other.segments
+        self.batches += other.batches
+        self.real_tokens += other.real_tokens
+        self.padded_tokens += other.padded_tokens
+
+
+def metricx_input(source: str, candidate: str, reference: str | None) -> str:
+    """The model's input text; `reference=None` gives the quality-estimation (QE) form."""
+    if reference is None:
+        return f"source: {source} candidate: {candidate}"
+    return f"source: {source} candidate: {candidate} reference: {reference}"
+
+
+def token_budget_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Indices into `lengths` grouped so that batch size x longest length <= budget.
+
+    Longest first, so that a batch that does not fit in memory fails at once rather than at the
+    end of a long job. A segment longer than the budget on its own still gets a batch.
+    """
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index], reverse=True)
+    batches: list[list[int]] = []
+    for index in order:
+        # In descending order a batch's first segment is its longest.
+        if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    return batches
+
+
+class MetricX:
+    name = "metricx"
+    columns = ("metricx",)
+
+    def __init__(
+        self,
+        model: str = "google/metricx-24-hybrid-xl-v2p6",
+        tokenizer: str = "google/mt5-xl",
+        qe: bool = False,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_tokens: int = 16384,
+    ) -> None:
+        if dtype not in ("auto", *DTYPES):
+            raise ValueError(f"metricx dtype must be 'auto' or one of {DTYPES}, not '{dtype}'")
+        if batch_tokens < 1:
+            raise ValueError(f"metricx batch_tokens must be positive, not {batch_tokens}")
+        self.model_name = str(model)
+        self.tokenizer_name = str(tokenizer)
+        self.qe = qe
+        self.device = device
+        self.dtype = dtype
+        self.batch_tokens = batch_tokens
+        self.counts = BatchCounts()
+        """Cumulative over every `score` call."""
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._score_id: int | None = None
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def resolved_dtype(self) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"
+
+    def signature(self) -> str:
+        fields = {
+            "model": self.model_name,
+            "tokenizer": self.tokenizer_name,
+            "qe": "yes" if self.qe else "no",
+            "maxlen": MAX_INPUT_TOKENS,
+            "dtype": self.resolved_dtype(),
+            "transformers": version("transformers"),
+        }
+        return "|".join(f"{key}:{value}" for key, value in fields.items())
+
+    def score(self, rows: pd.DataFrame) -> dict[str, Sequence[float]]:
+        if rows.empty:
+            return {"metricx": []}
+        sequences = self.encode(rows)
+        batches = token_budget_batches([len(sequence) for sequence in sequences], self.batch_tokens)
+        scores, counts = self.score_encoded(sequences, batches)
+        log.info(
+            "metricx: %d segments in %d batches, real/padded tokens %d/%d = %.3f",
+            counts.segments,
+            counts.batches,
+            counts.real_tokens,
+            counts.padded_tokens,
+            counts.real_ratio,
+        )
+        return {"metricx": scores}
+
+    def encode(self, rows: pd.DataFrame) -> list[list[int]]:
+        """Token ids per row, cut to the model's limit, without the final end-of-sequence token.
+
+        The reference implementation drops the last token even when truncation has already cut
+        the real end off, so a long input ends one token short of the limit, with no end token.
+        """
+        self._load()
+        references: Sequence[str | None] = (
+            [None] * len(rows) if self.qe else rows["ref_text"].tolist()
+        )
+        texts = [
+            metricx_input(source, candidate, reference)
+            for source, candidate, reference in zip(
+                rows["src_text"], rows["mt_text"], references, strict=True
+            )
+        ]
+        encoded = self._tokenizer(
+            texts, max_length=MAX_INPUT_TOKENS, truncation=True, padding=False
+        )
+        return [ids[:-1] for ids in encoded["input_ids"]]
+
+    def score_encoded(
+        self, sequences: Sequence[Sequence[int]], batches: Sequence[Sequence[int]]
+    ) -> tuple[list[float], BatchCounts]:
+        """Scores of `sequences` in their order, computed batch by batch as `batches` groups them.
+
+        `batches` holds indices into `sequences`, each exactly once.
+        """
+        import torch
+
+        if sorted(index for batch in batches for index in batch) != list(range(len(sequences))):
+            raise ValueError("metricx: every segment must be in exactly one batch")
+        self._load()
+        scores: dict[int, float] = {}
+        counts = BatchCounts(segments=len(sequences), batches=len(batches))
+        with torch.inference_mode():
+            for batch in batches:
+                members = [sequences[index] for index in batch]
+                input_ids, attention_mask = self._pad(members)
+                counts.real_tokens += sum(len(member) for member in members)
+                counts.padded_tokens += input_ids.numel()
+                scores.update(zip(batch, self._forward(input_ids, attention_mask), strict=True))
+        self.counts.add(counts)
+        return [scores[index] for index in range(len(sequences))], counts
+
+    def _pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
+        width = max(len(sequence) for sequence in sequences)
+        input_ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+        attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, sequence in enumerate(sequences):
+            input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+            attention_mask[row, : len(sequence)] = 1
+        device = self._model.device
+        return input_ids.to(device), attention_mask.to(device)
+
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[float]:
+        import torch
+
+        # The regression head reads one decoder step, started from the pad id as T5 decoders are.
+        decoder_input_ids = torch.full(
+            (input_ids.shape[0], 1), PAD_ID, dtype=torch.long, device=input_ids.device
+        )
+        logits = self._model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            use_cache=False,
+        ).logits
+        return logits[:, 0, self._score_id].float().clamp(*SCORE_RANGE).tolist()
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoTokenizer, MT5ForConditionalGeneration
+
+        device, dtype = self.resolved_device(), self.resolved_dtype()
+        tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_name)
+        score_id = tokenizer.convert_tokens_to_ids(SCORE_TOKEN)
+        if score_id == tokenizer.unk_token_id:
+            raise ValueError(f"metricx: tokenizer {self.tokenizer_name} has no {SCORE_TOKEN} token")
+        log.info("metricx: loading %s (%s) on %s", self.model_name, dtype, device)
+        model = MT5ForConditionalGeneration.from_pretrained(
+            self.model_name, dtype=getattr(torch, dtype)
+        )
+        check_untied(model, self.model_name)
+        self._tokenizer, self._score_id = tokenizer, score_id
+        self._model = model.to(device).eval()
+
+
+def check_untied(model: Any, name: str) -> None:
+    """Refuse a model whose lm_head is the input embedding matrix.
+
+    MetricX checkpoints carry a trained lm_head of their own, and the score is one of its
+    logits. Tied weights mean that head was lost on the way (a checkpoint without it, or a
+    transformers version that ties weights regardless), and the scores would be meaningless.
+    """
+    import torch
+
+    head, shared = model.lm_head.weight, model.shared.weight
+    if head.data_ptr() == shared.data_ptr() or torch.equal(head, shared):
+        raise ValueError(
+            f"metricx: {name} has its lm_head tied to the shared input embeddings; MetricX "
+            "scores come from a trained lm_head of their own, so this checkpoint (or this "
+            "transformers version's loading of it) cannot give MetricX scores"
+        )
