@@ -110,10 +110,18 @@ def test_expand_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         expand_path("${NOT_SET_ANYWHERE}/x")
 
 
-def test_conda_environment_pins_match_the_package() -> None:
+@pytest.mark.parametrize(
+    ("environment", "extras"),
+    [("workflow", []), ("metrics", ["hf", "lid"]), ("api", ["api"]), ("hf", ["hf"])],
+)
+def test_conda_environment_pins_match_the_package(environment: str, extras: list[str]) -> None:
     import tomllib
 
     project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
-    environment = load_yaml(REPOSITORY / "envs" / "workflow.yaml")
-    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
-    assert sorted(p for p in pip if not p.startswith("-")) == sorted(project["dependencies"])
+    expected = project["dependencies"] + [
+        pin for extra in extras for pin in project["optional-dependencies"][extra]
+    ]
+    specification = load_yaml(REPOSITORY / "envs" / f"{environment}.yaml")
+    pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
+    assert sorted(p for p in pip if not p.startswith("-")) == sorted(expected)
+    assert "--editable .." in pip

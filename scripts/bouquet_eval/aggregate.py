@@ -14,7 +14,7 @@ import pandas as pd
 
 from bouquet_eval.data import Direction
 from bouquet_eval.io import write_atomically, write_json, write_parquet
-from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE
+from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE, ResumableOutput
 from bouquet_eval.stats import Resampling, bootstrap_interval
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
@@ -102,6 +102,24 @@ def write_aggregates(
     write_csv(outputs["summary"], summary(scores))
     write_parquet(outputs["scored_rows"], rows)
     return scores
+
+
+def recorded_signatures(scored_paths: Sequence[Path]) -> dict[str, str]:
+    """The metric signatures the scoring jobs recorded beside their outputs.
+
+    Read rather than recomputed: a metric's signature can depend on where it ran (MetricX's
+    dtype follows the scoring job's GPU), and aggregation runs elsewhere, without the models.
+    """
+    signatures: dict[str, str] = {}
+    for path in scored_paths:
+        record = json.loads(ResumableOutput(path, {}).sidecar.read_text(encoding="utf-8"))
+        for name, signature in record["settings"]["metrics"].items():
+            if signatures.setdefault(name, signature) != signature:
+                raise ValueError(
+                    f"{path} was scored with {name} '{signature}', other directions with "
+                    f"'{signatures[name]}': rerun the scoring of this model"
+                )
+    return signatures
 
 
 def timing_table(model_dir: Path, directions: Sequence[Direction]) -> pd.DataFrame:

@@ -5,6 +5,7 @@ from pathlib import Path
 from bouquet_eval.aggregate import (
     append_manifest,
     manifest_entry,
+    recorded_signatures,
     timing_table,
     timing_totals,
     write_aggregates,
@@ -40,7 +41,7 @@ with job_logging(snakemake.log[0]) as log:
             model_settings=model_settings(model_entry(config, snakemake.wildcards.model)),
             dataset_identity=resolve_dataset(config["dataset"]).identity,
             directions=directions,
-            metric_signatures={metric.name: metric.signature() for metric in metrics},
+            metric_signatures=recorded_signatures([Path(path) for path in snakemake.input]),
             resampling=resampling,
             timing=timing_totals(timing),
         ),

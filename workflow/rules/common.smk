@@ -99,6 +99,26 @@ def provided_translations(model, directions):
     return [str(folder / f"{direction}.jsonl") for direction in directions]
 
 
+# The conda environment of each family of jobs (envs/), for --sdm conda.
+TRANSLATOR_ENVIRONMENTS = {
+    "openai": "api",
+    "vllm": "vllm",
+    "nllb": "hf",
+    "madlad": "hf",
+    "aya": "hf",
+}
+
+
+def translator_environment(model):
+    name = TRANSLATOR_ENVIRONMENTS.get(model["translator"], "workflow")
+    return str(REPOSITORY / "envs" / f"{name}.yaml")
+
+
+def score_environment():
+    neural = {"metricx", "glotlid"} & set(config["metrics"])
+    return str(REPOSITORY / "envs" / ("metrics.yaml" if neural else "workflow.yaml"))
+
+
 def grows_with_attempt(stage, key):
     """A resource that doubles on the second attempt, triples on the third, ..."""
     first = config["resources"][stage][key]

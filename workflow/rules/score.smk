@@ -14,7 +14,7 @@ for model in MODELS.values():
             benchmark:
                 f"logs/{model['name']}/score/{shard}.benchmark.tsv"
             conda:
-                "../../envs/workflow.yaml"
+                score_environment()
             threads: config["resources"]["score"]["cpus"]
             resources:
                 gpu=score_gpus(),

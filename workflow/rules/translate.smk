@@ -17,7 +17,7 @@ for model in MODELS.values():
             benchmark:
                 f"logs/{model['name']}/translate/{shard}.benchmark.tsv"
             conda:
-                "../../envs/workflow.yaml"
+                translator_environment(model)
             threads: config["resources"]["translate"]["cpus"]
             resources:
                 gpu=model_gpus(model),
