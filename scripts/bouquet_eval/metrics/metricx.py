@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from bouquet_eval.devices import resolve_device, resolve_dtype
+
 if TYPE_CHECKING:
     import torch
 
@@ -104,16 +106,10 @@ class MetricX:
         self._score_id: int | None = None
 
     def resolved_device(self) -> str:
-        if self.device != "auto":
-            return self.device
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return resolve_device(self.device)
 
     def resolved_dtype(self) -> str:
-        if self.dtype != "auto":
-            return self.dtype
-        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"
+        return resolve_dtype(self.dtype, self.device)
 
     def signature(self) -> str:
         fields = {

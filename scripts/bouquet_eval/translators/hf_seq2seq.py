@@ -25,6 +25,8 @@ import time
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
+from bouquet_eval.devices import resolve_device, resolve_dtype
+
 if TYPE_CHECKING:
     import torch
 
@@ -255,16 +257,10 @@ class Seq2SeqTranslator(Generic[Key]):
         return self._tokenizer
 
     def resolved_device(self) -> str:
-        if self.device != "auto":
-            return self.device
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return resolve_device(self.device)
 
     def resolved_dtype(self) -> str:
-        if self.dtype != "auto":
-            return self.dtype
-        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"
+        return resolve_dtype(self.dtype, self.device)
 
     def check_directions(self, directions: Iterable[LanguagePair]) -> None:
         """Raise `UnsupportedLanguageError` naming every language of `directions` the model
