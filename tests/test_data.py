@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -105,10 +109,11 @@ def test_sentences_digest_notices_changes(dataset: Path) -> None:
     assert sentences_digest(frame) != sentences_digest(changed)
 
 
-def test_hub_snapshot_from_the_offline_cache(
-    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The hub path, offline: a Hugging Face cache laid out as a download leaves it."""
+def test_hub_snapshot_from_the_offline_cache(dataset: Path, tmp_path: Path) -> None:
+    """The hub path, offline: a Hugging Face cache laid out as a download leaves it.
+
+    In a subprocess, because huggingface_hub reads HF_HOME once, when first imported.
+    """
     commit = "0123456789abcdef0123456789abcdef01234567"
     repository = tmp_path / "hf" / "hub" / "datasets--facebook--bouquet"
     folder = repository / "snapshots" / commit / "benchmark_data" / "sentence_level" / "test"
@@ -117,18 +122,31 @@ def test_hub_snapshot_from_the_offline_cache(
         (folder / path.name).write_bytes(path.read_bytes())
     (repository / "refs").mkdir()
     (repository / "refs" / "main").write_text(commit)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    settings = {
-        "name": "facebook/bouquet",
-        "config": "benchmark_sentence_level",
-        "split": "test",
-        "revision": "main",
-        "path": None,
-    }
-    source = resolve_dataset(settings)
-    assert source.root == folder
-    assert source.identity["commit"] == commit
-    assert len(source.directions()) == len(list(dataset.glob("*.parquet")))
-    with pytest.raises(ConfigError, match="not in the Hugging Face cache and HF_HUB_OFFLINE"):
-        resolve_dataset({**settings, "split": "dev"} | {"revision": "v2"})
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from bouquet_eval.config import ConfigError
+        from bouquet_eval.data import resolve_dataset
+
+        settings = {"name": "facebook/bouquet", "config": "benchmark_sentence_level",
+                    "split": "test", "revision": "main", "path": None}
+        source = resolve_dataset(settings)
+        try:
+            resolve_dataset({**settings, "split": "dev", "revision": "v2"})
+            missing = None
+        except ConfigError as error:
+            missing = str(error)
+        print(json.dumps({"root": str(source.root), "identity": source.identity,
+                          "directions": len(source.directions()), "missing": missing}))
+        """
+    )
+    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["root"] == str(folder)
+    assert found["identity"]["commit"] == commit
+    assert found["directions"] == len(list(dataset.glob("*.parquet")))
+    assert "not in the Hugging Face cache and HF_HUB_OFFLINE" in found["missing"]
