@@ -113,7 +113,9 @@ def hold_lease(lease_dir: Path, started) -> None:
         time.sleep(60)
 
 
-def test_a_crashed_job_releases_its_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def device_zero_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Another process, holding the lease of device 0 in tmp_path until it is killed."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     context = multiprocessing.get_context("fork")
@@ -121,6 +123,14 @@ def test_a_crashed_job_releases_its_gpu(tmp_path: Path, monkeypatch: pytest.Monk
     holder = context.Process(target=hold_lease, args=(tmp_path, started))
     holder.start()
     assert started.wait(10)
+    yield holder
+    if holder.is_alive():
+        os.kill(holder.pid, signal.SIGKILL)
+    holder.join(10)
+
+
+def test_a_crashed_job_releases_its_gpu(tmp_path: Path, device_zero_held) -> None:
+    holder = device_zero_held
     with gpu_lease(1, tmp_path / "other", devices=["0"]) as elsewhere:
         assert elsewhere == ["0"]  # another lease folder is another machine
     os.kill(holder.pid, signal.SIGKILL)
@@ -133,14 +143,10 @@ def test_a_crashed_job_releases_its_gpu(tmp_path: Path, monkeypatch: pytest.Monk
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
 
-def test_lease_waits_for_a_free_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    context = multiprocessing.get_context("fork")
-    started = context.Event()
-    holder = context.Process(target=hold_lease, args=(tmp_path, started))
-    holder.start()
-    assert started.wait(10)
+def test_lease_takes_a_free_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device_zero_held
+) -> None:
+    holder = device_zero_held
     with gpu_lease(1, tmp_path, devices=["0", "1"]) as leased:
         assert leased == ["1"]
     with (
