@@ -61,11 +61,23 @@ def training_lines(rng: random.Random, count: int = 360) -> list[str]:
 
 
 def train_tokenizer(directory: Path, rng: random.Random, vocab_size: int) -> None:
+    write_t5_sentencepiece(directory, training_lines(rng), vocab_size, extra_ids=100)
+
+
+def write_t5_sentencepiece(
+    directory: Path,
+    lines: list[str],
+    vocab_size: int,
+    extra_ids: int,
+    symbols: tuple[str, ...] = (),
+) -> None:
+    """Train a T5-layout sentencepiece model (<pad> 0, </s> 1, <unk> 2, no <s>) into
+    `directory`, with the tokenizer_config.json that makes AutoTokenizer load it."""
     import sentencepiece as spm
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(training_lines(rng)),
+        sentence_iterator=iter(lines),
         model_writer=model,
         model_type="unigram",
         vocab_size=vocab_size,
@@ -75,12 +87,13 @@ def train_tokenizer(directory: Path, rng: random.Random, vocab_size: int) -> Non
         eos_id=1,
         unk_id=2,
         bos_id=-1,
+        user_defined_symbols=list(symbols),
         num_threads=1,
         minloglevel=2,
     )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "spiece.model").write_bytes(model.getvalue())
-    config = {"tokenizer_class": "T5Tokenizer", "extra_ids": 100}
+    config = {"tokenizer_class": "T5Tokenizer", "extra_ids": extra_ids}
     (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
 
 

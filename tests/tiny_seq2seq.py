@@ -21,6 +21,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from .tiny_mt5 import write_t5_sentencepiece
+
 NLLB_LANGUAGES = (
     "eng_Latn",
     "fra_Latn",
@@ -93,28 +95,10 @@ def build_nllb(directory: Path, seed: int = 0) -> Path:
 
 def train_sentencepiece(directory: Path, seed: int, symbols: list[str]) -> Any:
     """A T5-layout sentencepiece tokenizer (<pad> 0, </s> 1, <unk> 2, no <s>), saved."""
-    import sentencepiece as spm
     from transformers import AutoTokenizer
 
     raw = directory / "sentencepiece"
-    raw.mkdir(parents=True)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(training_lines(seed)),
-        model_prefix=str(raw / "spiece"),
-        model_type="unigram",
-        vocab_size=160,
-        hard_vocab_limit=False,
-        character_coverage=1.0,
-        pad_id=0,
-        eos_id=1,
-        unk_id=2,
-        bos_id=-1,
-        user_defined_symbols=symbols,
-        num_threads=1,
-        minloglevel=2,
-    )
-    config = {"tokenizer_class": "T5Tokenizer", "extra_ids": 0}
-    (raw / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_t5_sentencepiece(raw, training_lines(seed), 160, extra_ids=0, symbols=tuple(symbols))
     tokenizer = AutoTokenizer.from_pretrained(raw)
     tokenizer.save_pretrained(directory)
     return tokenizer

@@ -16,6 +16,7 @@ from bouquet_eval.data import Direction
 from bouquet_eval.io import write_atomically, write_json, write_parquet
 from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE, ResumableOutput
 from bouquet_eval.stats import Resampling, bootstrap_interval
+from bouquet_eval.translate import TIMING_DIR
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
 ENGLISH = "eng_Latn"
@@ -124,8 +125,6 @@ def recorded_signatures(scored_paths: Sequence[Path]) -> dict[str, str]:
 
 def timing_table(model_dir: Path, directions: Sequence[Direction]) -> pd.DataFrame:
     """The translation timing of each direction (see translate.timing_record), where recorded."""
-    from bouquet_eval.translate import TIMING_DIR
-
     records = []
     for direction in directions:
         path = model_dir / TIMING_DIR / f"{direction}.json"
