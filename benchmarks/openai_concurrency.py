@@ -2,13 +2,15 @@
 
 The server (tests/chat_server.py) runs in a process of its own, as a real one would, and
 answers every request after `--latency` seconds. For each concurrency the translator sends
-`--requests` distinct prompts in one `translate` call, `--repeats` times; printed are the best
-run's requests/s, its ratio to the ideal concurrency / latency (target at 64: >= 0.8), and the
-translator's CPU time per request, which bounds throughput from a single event loop at about
-1000 / (CPU ms per request) requests/s whatever the concurrency. `--cache DIR` adds rows with
-a request cache in DIR, to show what its fsyncs cost on that file system.
+`--requests` distinct prompts in one `translate` call (by default 854, one BOUQuET direction:
+what the workflow gives one call), `--repeats` times; printed are the best run's requests/s,
+its ratio to the ideal concurrency / latency (target at 64: >= 0.8), and the CPU time per
+request of the translator and of the server. The translator's bounds throughput from a single
+event loop at about 1000 / (CPU ms per request) requests/s whatever the concurrency; the two
+together must fit in the machine's cores. `--cache DIR` adds rows with a request cache in DIR,
+to show what its fsyncs cost on that file system.
 
-    .venv/bin/python benchmarks/openai_concurrency.py [--requests 256] [--latency 0.05]
+    .venv/bin/python benchmarks/openai_concurrency.py [--requests 854] [--latency 0.05]
 """
 
 from __future__ import annotations
@@ -30,15 +32,24 @@ from tests.chat_server import ChatServer  # noqa: E402
 
 
 def serve(latency: float, connection: Connection) -> None:
-    """Run the server until the parent sends anything (or goes away)."""
+    """Run the server, telling the parent its CPU seconds so far whenever asked, until the
+    parent sends anything else (or goes away)."""
     with ChatServer(latency=latency) as server:
         connection.send(server.url)
         with contextlib.suppress(EOFError):  # the parent died: stop too
-            connection.recv()
+            while connection.recv() == "cpu":
+                connection.send(time.process_time())
 
 
-def measure(url: str, concurrency: int, requests: int, cache: Path | None) -> tuple[float, float]:
-    """Wall and CPU seconds of one `translate` call of `requests` prompts."""
+def server_cpu(connection: Connection) -> float:
+    connection.send("cpu")
+    return connection.recv()
+
+
+def measure(
+    server: Connection, url: str, concurrency: int, requests: int, cache: Path | None
+) -> tuple[float, float, float]:
+    """Wall, CPU and server CPU seconds of one `translate` call of `requests` prompts."""
     with contextlib.ExitStack() as stack:
         cache_dir = (
             None if cache is None else stack.enter_context(tempfile.TemporaryDirectory(dir=cache))
@@ -52,17 +63,19 @@ def measure(url: str, concurrency: int, requests: int, cache: Path | None) -> tu
             max_retries=0,
         )
         prompts = [f"benchmark sentence {concurrency} {index}" for index in range(requests)]
+        served = server_cpu(server)
         wall, cpu = time.perf_counter(), time.process_time()
         results = translator.translate(prompts)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        served = server_cpu(server) - served
     if results != [f"T:{prompt}" for prompt in prompts]:
         raise AssertionError("wrong answers")
-    return wall, cpu
+    return wall, cpu, served
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=256, help="per run")
+    parser.add_argument("--requests", type=int, default=854, help="per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per row; the best is shown")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per reply")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
@@ -76,26 +89,27 @@ def main() -> None:
     server.start()
     try:
         url = parent.recv()
-        measure(url, 4, 8, None)  # imports and first connections, outside the timings
+        measure(parent, url, 4, 8, None)  # imports and first connections, outside the timings
         print(f"latency {arguments.latency * 1000:.0f} ms, {arguments.requests} requests per run")
         print(
             f"{'concurrency':>11} {'cache':>5} {'seconds':>8} {'requests/s':>10} "
-            f"{'ideal/s':>8} {'ratio':>6} {'CPU ms/request':>14}"
+            f"{'ideal/s':>8} {'ratio':>6} {'CPU ms/request':>14} {'server CPU ms':>13}"
         )
         caches = [None] if arguments.cache is None else [None, arguments.cache]
         for concurrency in arguments.concurrency:
             for cache in caches:
                 runs = [
-                    measure(url, concurrency, arguments.requests, cache)
+                    measure(parent, url, concurrency, arguments.requests, cache)
                     for _ in range(arguments.repeats)
                 ]
-                wall, cpu = min(runs)
+                wall, cpu, served = min(runs)
                 rate = arguments.requests / wall
                 ideal = concurrency / arguments.latency
                 print(
                     f"{concurrency:>11} {'no' if cache is None else 'yes':>5} {wall:>8.2f} "
                     f"{rate:>10.1f} {ideal:>8.1f} {rate / ideal:>6.2f} "
-                    f"{cpu / arguments.requests * 1000:>14.2f}",
+                    f"{cpu / arguments.requests * 1000:>14.2f} "
+                    f"{served / arguments.requests * 1000:>13.2f}",
                     flush=True,
                 )
     finally:

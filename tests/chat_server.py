@@ -8,7 +8,9 @@
 Each chat request takes the next fault from the script, or `server.default` once the script is
 empty; a fault is a function that writes (or withholds) the reply. The default answer is
 "T:" + the last user message, so results can be checked without a model. Every request is
-recorded with its headers and body. Leaving the `with` block releases requests held by `hang`
+recorded with its headers and body. Requests addressed to it as an HTTP proxy (a whole URL in
+the request line) are answered as well, so that it can stand in for a proxy too; CONNECT, to
+open a tunnel, is recorded and refused. Leaving the `with` block releases requests held by `hang`
 or `answer(delay=…)`, closes every connection and joins every handler thread.
 """
 
@@ -19,6 +21,7 @@ import json
 import socket
 import sys
 import threading
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +36,8 @@ MODELS_PATH = "/v1/models"
 @dataclass
 class Request:
     method: str
-    path: str
+    # The request line's target: a path, or the whole URL when the server acts as a proxy.
+    target: str
     headers: dict[str, str]
     body: Any
     # Whether a completion (a 200 with choices) was written back: what a paid API bills.
@@ -45,6 +49,10 @@ class Request:
         messages = self.body.get("messages", []) if isinstance(self.body, dict) else []
         users = [message.get("content") for message in messages if message.get("role") == "user"]
         return users[-1] if users else None
+
+    @property
+    def path(self) -> str:
+        return urllib.parse.urlsplit(self.target).path
 
 
 def default_answer(request: Request) -> str:
@@ -196,11 +204,17 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the request record instead."""
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") != MODELS_PATH:
+        if urllib.parse.urlsplit(self.path).path.rstrip("/") != MODELS_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         model = {"id": self.server.owner.model, "object": "model", "owned_by": "test"}
         self.send_json(200, {"object": "list", "data": [model]})
+
+    def do_CONNECT(self) -> None:
+        """Refuse to open a tunnel, after recording what the client sent to open it."""
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.owner.record(Request("CONNECT", self.path, headers, None))
+        self.send_json(502, {"error": {"message": "this proxy opens no tunnels"}})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -212,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             "POST", self.path, {key.lower(): value for key, value in self.headers.items()}, body
         )
         self.server.owner.record(request)
-        if self.path.rstrip("/") != CHAT_PATH:
+        if request.path.rstrip("/") != CHAT_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         if body is None:

@@ -150,7 +150,7 @@ def test_is_a_translator(server: ChatServer) -> None:
 def test_answers_come_back_in_prompt_order(server: ChatServer) -> None:
     prompts = [f"sentence {i}" for i in range(8)]
     translator = make(server, concurrency=8)
-    translator.translate(["warm-up"])  # the SDK's import, outside the timing
+    translator.translate(["warm-up"])  # aiohttp's import, outside the timing
     # The first to arrive is answered last, so replies come back roughly in reverse.
     server.script(*(answer(delay=0.05 * (8 - i)) for i in range(8)))
     started = time.monotonic()
@@ -224,7 +224,6 @@ def test_a_passing_fault_is_retried(server: ChatServer, fault: Fault) -> None:
     assert translator.translate(["Hello."]) == ["T:Hello."]
     requests = server.chat_requests
     assert [request.prompt for request in requests] == ["Hello.", "Hello."]
-    assert [request.headers["x-stainless-retry-count"] for request in requests] == ["0", "1"]
     assert (translator.usage.requests, translator.usage.retries) == (2, 1)
 
 
@@ -279,7 +278,7 @@ def test_a_client_error_fails_at_once(server: ChatServer, status: int) -> None:
             "HTTP 503: overloaded",
             id="503",
         ),
-        pytest.param(drop(), "connection failed (RemoteProtocolError", id="dropped-connection"),
+        pytest.param(drop(), "connection failed (ServerDisconnectedError", id="dropped-connection"),
         pytest.param(
             not_json(), "the reply is not JSON: '<html>upstream hiccup</html>'", id="not-json"
         ),
@@ -504,12 +503,59 @@ def test_a_keyless_server_needs_no_variable(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert make(server, api_key_env=None).translate(["a"]) == ["T:a"]
+    (request,) = server.chat_requests
+    assert "authorization" not in request.headers
+    assert request.headers["user-agent"].startswith("bouquet-eval/")
 
 
-def test_importing_the_module_does_not_import_the_sdk() -> None:
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_requests_go_through_the_proxy_the_environment_names(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    # The test server answers proxy requests too; the endpoint's name never resolves.
+    address = server.url.removeprefix("http://").removesuffix("/v1")
+    monkeypatch.setenv(variable, f"http://user%40lab:p%3Ass@{address}")
+    translator = make(server, base_url="http://api.example.invalid/v1")
+    assert translator.translate(["a", "b"]) == ["T:a", "T:b"]
+    requests = server.chat_requests
+    assert {request.target for request in requests} == {
+        "http://api.example.invalid/v1/chat/completions"
+    }
+    assert {request.headers["host"] for request in requests} == {"api.example.invalid"}
+    # user@lab:p:ss, as Basic credentials.
+    expected = "Basic dXNlckBsYWI6cDpzcw=="
+    assert {request.headers["proxy-authorization"] for request in requests} == {expected}
+
+
+def test_an_https_endpoint_gives_the_proxy_its_credentials_and_not_the_key(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address = server.url.removeprefix("http://").removesuffix("/v1")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://user:secret@{address}")
+    translator = make(server, base_url="https://api.example.invalid/v1", max_retries=0)
+    with pytest.raises(ChatRequestError, match=r"prompt 0: .*connection failed .*502"):
+        translator.translate(["a"])
+    (connect,) = server.requests
+    assert (connect.method, connect.target) == ("CONNECT", "api.example.invalid:443")
+    assert connect.headers["proxy-authorization"] == "Basic dXNlcjpzZWNyZXQ="
+    assert [value for value in connect.headers.values() if KEY in value] == []
+
+
+def test_no_proxy_sends_requests_directly(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert make(server).translate(["a"]) == ["T:a"]
+    (request,) = server.chat_requests
+    assert request.target == "/v1/chat/completions"
+    assert "proxy-authorization" not in request.headers
+
+
+def test_importing_the_module_does_not_import_the_http_client() -> None:
     code = (
         "import sys, bouquet_eval.translators.openai_chat, bouquet_eval.translators.reasoning\n"
-        "assert 'openai' not in sys.modules, 'openai was imported'"
+        "assert 'aiohttp' not in sys.modules, 'aiohttp was imported'"
     )
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
     subprocess.run([sys.executable, "-c", code], env=environment, check=True)
