@@ -270,6 +270,14 @@ def test_a_client_error_fails_at_once(server: ChatServer, status: int) -> None:
     assert len(server.chat_requests) == 1
 
 
+def test_a_redirect_fails_at_once_naming_where_it_points(server: ChatServer) -> None:
+    elsewhere = "https://api.example.invalid/v1/chat/completions"
+    server.script(error(308, "moved", headers={"Location": elsewhere}))
+    with pytest.raises(ChatRequestError, match=f"HTTP 308: .* redirects to {elsewhere}; set"):
+        make(server).translate(["Hello."])
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [

@@ -399,6 +399,9 @@ class OpenAIChatTranslator:
                 headers=session.headers,
                 proxy=session.route.proxy,
                 proxy_headers=session.route.connect_headers,
+                # A redirected POST is resent, or turned into a GET, depending on the status:
+                # a base_url that redirects is better corrected than followed on every request.
+                allow_redirects=False,
             ) as response:
                 payload = await response.read()
         except TimeoutError:
@@ -407,6 +410,13 @@ class OpenAIChatTranslator:
             return _Failure(f"connection failed ({type(error).__name__}: {error})")
         if response.status >= 400:
             return _status_failure(response.status, payload, response.headers)
+        if response.status >= 300:
+            location = response.headers.get("Location", "nowhere")
+            return _Failure(
+                f"HTTP {response.status}: {self.endpoint()} redirects to {location}; set "
+                "base_url to the address requests end up at",
+                retryable=False,
+            )
         return _read_reply(payload)
 
     def _wait(self, attempt: int, retry_after: float | None) -> float | None:
