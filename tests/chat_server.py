@@ -212,8 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_CONNECT(self) -> None:
         """Refuse to open a tunnel, after recording what the client sent to open it."""
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        self.server.owner.record(Request("CONNECT", self.path, headers, None))
+        self.server.owner.record(Request("CONNECT", self.path, self.lowercase_headers(), None))
         self.send_json(502, {"error": {"message": "this proxy opens no tunnels"}})
 
     def do_POST(self) -> None:
@@ -222,9 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
-        request = Request(
-            "POST", self.path, {key.lower(): value for key, value in self.headers.items()}, body
-        )
+        request = Request("POST", self.path, self.lowercase_headers(), body)
         self.server.owner.record(request)
         if request.path.rstrip("/") != CHAT_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
@@ -237,6 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.drop()
             return
         self.server.owner.next_fault()(self, request)
+
+    def lowercase_headers(self) -> dict[str, str]:
+        return {key.lower(): value for key, value in self.headers.items()}
 
     def stopping(self, seconds: float | None) -> bool:
         """Wait `seconds` (None: until the server stops); True if the server is stopping."""

@@ -145,6 +145,7 @@ class _Session:
 
     client: aiohttp.ClientSession
     secret: str | None
+    url: str
     headers: Mapping[str, str]
     route: _Route
     semaphore: asyncio.Semaphore
@@ -316,6 +317,7 @@ class OpenAIChatTranslator:
         session = _Session(
             client,
             secret,
+            f"{self.endpoint()}/chat/completions",
             headers,
             route,
             asyncio.Semaphore(self.concurrency),
@@ -394,7 +396,7 @@ class OpenAIChatTranslator:
         body = json.dumps({**request, **(self.extra_body or {})}, ensure_ascii=False).encode()
         try:
             async with session.client.post(
-                f"{self.endpoint()}/chat/completions",
+                session.url,
                 data=body,
                 headers=session.headers,
                 proxy=session.route.proxy,
