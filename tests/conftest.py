@@ -23,6 +23,18 @@ def dataset(tmp_path: Path) -> Path:
     return copy
 
 
+def python_path(*folders: Path) -> str:
+    """PYTHONPATH with `folders` first and this checkout's package before any installed one."""
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    package = str(REPOSITORY / "scripts")
+    return os.pathsep.join([*map(str, folders), package, *(e for e in inherited if e != package)])
+
+
+# Every process a test starts imports this checkout's package, whichever checkout the
+# environment was installed from.
+os.environ["PYTHONPATH"] = python_path()
+
+
 class Workflow:
     """Runs the workflow in a subprocess from a scratch working directory, as users do."""
 
@@ -56,7 +68,7 @@ class Workflow:
             *arguments,
             *(["--configfile", str(self.config_path)] if self.config_path.exists() else []),
         ]
-        environment = {**os.environ, "PYTHONPATH": str(PLUGINS), **(env or {})}
+        environment = {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
         result = subprocess.run(
             command, cwd=self.workdir.parent, env=environment, capture_output=True, text=True
         )

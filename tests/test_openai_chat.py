@@ -42,7 +42,7 @@ from .chat_server import (
     null_content,
     rate_limit,
 )
-from .conftest import REPOSITORY
+from .conftest import python_path
 
 KEY_VARIABLE = "BOUQUET_TEST_API_KEY"
 KEY = "sk-test-7f3a9c2e5b1d4068"
@@ -433,7 +433,7 @@ print(json.dumps(translator.translate(prompts)))
 def test_no_answer_is_paid_for_twice_after_a_kill(tmp_path: Path) -> None:
     prompts = [f"sentence {i}" for i in range(12)]
     cache_dir = tmp_path / "cache"
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
+    environment = {**os.environ, "PYTHONPATH": python_path()}
     with ChatServer() as server:
         # Five answers, then requests that never end: the kill lands with four in flight.
         server.script(*(answer() for _ in range(5)))
@@ -565,7 +565,7 @@ def test_importing_the_module_does_not_import_the_http_client() -> None:
         "import sys, bouquet_eval.translators.openai_chat, bouquet_eval.translators.reasoning\n"
         "assert 'aiohttp' not in sys.modules, 'aiohttp was imported'"
     )
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
+    environment = {**os.environ, "PYTHONPATH": python_path()}
     subprocess.run([sys.executable, "-c", code], env=environment, check=True)
 
 

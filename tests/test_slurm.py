@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .conftest import PLUGINS, REPOSITORY, SNAKEFILE, Workflow
+from .conftest import PLUGINS, REPOSITORY, SNAKEFILE, Workflow, python_path
 from .slurm.cluster import LocalSlurm, install, unavailable_reason
 from .test_workflow import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 
@@ -125,7 +125,7 @@ def test_cancelled_job_resumes_where_it_stopped(slurm: LocalSlurm, workflow: Wor
     environment = {
         **os.environ,
         **slurm.environment,
-        "PYTHONPATH": str(PLUGINS),
+        "PYTHONPATH": python_path(PLUGINS),
         "RECORDING_METRIC_FILE": str(workflow.workdir / "metric.txt"),
     }
     command = [

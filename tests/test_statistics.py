@@ -13,8 +13,10 @@ from bouquet_eval.stats import (
     Resampling,
     approximate_randomization_p,
     bootstrap_interval,
+    macro_bootstrap_interval,
     paired_bootstrap_p,
     paired_samples,
+    percentile_interval,
     pool,
 )
 
@@ -182,3 +184,18 @@ def test_compare_models() -> None:
         compare_models({"a": baseline, "b": better.drop(index=3)}, "a", ["chrfpp"], SMALL)
     with pytest.raises(ValueError, match="two models or more"):
         compare_models({"a": baseline}, "a", ["chrfpp"], SMALL)
+
+
+def test_macro_interval_resamples_within_directions() -> None:
+    resampling = Resampling(seed=3, bootstrap_resamples=400)
+    rng = np.random.default_rng(0)
+    directions = [rng.normal(loc, 5.0, size) for loc, size in ((20, 30), (60, 50), (40, 40))]
+    low, high = macro_bootstrap_interval(directions, resampling)
+    macro = np.mean([values.mean() for values in directions])
+    assert low < macro < high
+    # The same draws as each direction's own interval, averaged resample by resample.
+    per_direction = [resampling.bootstrap_weights(v.size) @ v / v.size for v in directions]
+    assert (low, high) == percentile_interval(np.mean(per_direction, axis=0))
+    # A direction without any finite score is left out, like it is of the macro mean.
+    assert macro_bootstrap_interval([*directions, [np.nan, np.nan]], resampling) == (low, high)
+    assert all(np.isnan(macro_bootstrap_interval([[np.nan]], resampling)))

@@ -65,13 +65,34 @@ def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
     return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
 
 
-def bootstrap_interval(values: Sequence[float], resampling: Resampling) -> tuple[float, float]:
-    """95% bootstrap interval of the mean; missing values (NaN) are left out."""
+def bootstrap_means(values: Sequence[float], resampling: Resampling) -> np.ndarray | None:
+    """The mean of each bootstrap resample of `values`, NaN left out; None when none is left."""
     finite = _finite(np.asarray(values, dtype=np.float64))
     if finite.size == 0:
+        return None
+    return resampling.bootstrap_weights(finite.size) @ finite / finite.size
+
+
+def bootstrap_interval(values: Sequence[float], resampling: Resampling) -> tuple[float, float]:
+    """95% bootstrap interval of the mean; missing values (NaN) are left out."""
+    means = bootstrap_means(values, resampling)
+    return (float("nan"), float("nan")) if means is None else percentile_interval(means)
+
+
+def macro_bootstrap_interval(
+    per_direction: Sequence[Sequence[float]], resampling: Resampling
+) -> tuple[float, float]:
+    """95% interval of the macro mean over directions (the mean of the direction means).
+
+    Sentences are resampled within each direction (a stratified bootstrap), the same draws as
+    each direction's own interval; a direction without any finite score is left out, as it is
+    left out of the macro mean.
+    """
+    resampled = [bootstrap_means(values, resampling) for values in per_direction]
+    usable = [means for means in resampled if means is not None]
+    if not usable:
         return float("nan"), float("nan")
-    means = resampling.bootstrap_weights(finite.size) @ finite / finite.size
-    return percentile_interval(means)
+    return percentile_interval(np.mean(usable, axis=0))
 
 
 @dataclass(frozen=True)
