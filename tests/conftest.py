@@ -78,9 +78,9 @@ class Workflow:
             )
         return result
 
-    def planned_jobs(self, *arguments: str) -> dict[str, int]:
+    def planned_jobs(self, *arguments: str, env: dict | None = None) -> dict[str, int]:
         """Rule name -> number of jobs in a dry run's plan."""
-        output = self.run("--dry-run", "--quiet", "rules", *arguments).stdout
+        output = self.run("--dry-run", "--quiet", "rules", *arguments, env=env).stdout
         counts: dict[str, int] = {}
         in_table = False
         for line in output.splitlines():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bouquet_eval.provenance import redact
 from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 
@@ -68,7 +69,7 @@ def provided_rows(direction: str) -> list[dict]:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda rows: rows.pop(), "23 lines, but the dataset has 24 sentences"),
+        (lambda rows: rows.pop(), "23 line(s), but the dataset has 24 sentence(s)"),
         (lambda rows: rows[2].update(tgt_lang="fra_Latn"), "line 3: tgt_lang is 'fra_Latn'"),
         (lambda rows: rows.insert(0, rows.pop(5)), "line 1: src_text differs from the dataset"),
         (lambda rows: rows[4].pop("mt_text"), "line 5: missing field(s) mt_text"),
@@ -153,8 +154,10 @@ def test_settings_that_count() -> None:
     nllb = {"name": "n", "translator": "nllb", "model": "m"}
     assert model_settings(nllb)["prompt_fn"] == "bouquet_eval.translators.hf_seq2seq:nllb_prompt"
     assert model_settings(nllb)["prompt_template"] is None
+    # Real values decide; a secret is redacted where the settings are written.
     custom = {"name": "c", "translator": "a.b:C", "translator_kwargs": {"api_key": "sk-1"}}
-    assert model_settings(custom)["settings"] == {"api_key": "<redacted>"}
+    assert model_settings(custom)["settings"] == {"api_key": "sk-1"}
+    assert redact(model_settings(custom))["settings"] == {"api_key": "<redacted>"}
 
 
 def test_gpus_follow_the_settings() -> None:

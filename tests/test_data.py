@@ -15,9 +15,9 @@ from bouquet_eval.config import ConfigError
 from bouquet_eval.data import (
     DatasetSource,
     Direction,
+    as_direction,
     resolve_dataset,
     select_directions,
-    sentences_digest,
 )
 
 from .conftest import REPOSITORY, SAMPLE
@@ -62,22 +62,38 @@ def test_bundled_parquet_matches_its_source(tmp_path: Path) -> None:
 def test_selection(dataset: Path) -> None:
     available = DatasetSource(dataset, {}).directions()
     assert select_directions(available) == available
-    into_english = select_directions(available, tgt_langs=["eng_Latn"])
+    into_english = select_directions(available, tgt_filter=["eng_Latn"])
     assert into_english and all(d.tgt_lang == "eng_Latn" for d in into_english)
-    assert select_directions(available, names=["fra_Latn-deu_Latn", "eng_Latn-fra_Latn"]) == [
-        Direction("eng_Latn", "fra_Latn"),
-        Direction("fra_Latn", "deu_Latn"),
+    expected = [Direction("eng_Latn", "fra_Latn"), Direction("fra_Latn", "deu_Latn")]
+    assert select_directions(available, directions=["fra_Latn-deu_Latn", "eng_Latn-fra_Latn"]) == (
+        expected
+    )
+    # Pairs as well as names; the filters apply to an explicit list.
+    pairs = [("fra_Latn", "deu_Latn"), ("eng_Latn", "fra_Latn"), ("eng_Latn", "deu_Latn")]
+    assert select_directions(available, directions=pairs, tgt_filter=["fra_Latn", "deu_Latn"]) == [
+        Direction("eng_Latn", "deu_Latn"),
+        *expected,
     ]
+    assert select_directions(available, directions=pairs, src_filter=["fra_Latn"]) == expected[1:]
     with pytest.raises(
-        ConfigError, match=r"directions.tgt_langs: unknown language code\(s\) \['zul_Latn'\]"
+        ConfigError, match=r"tgt_filter \(directions.tgt_langs\): unknown language code\(s\) "
     ):
-        select_directions(available, tgt_langs=["zul_Latn"])
+        select_directions(available, tgt_filter=["zul_Latn"])
     with pytest.raises(ConfigError, match="'deu_Latn-fra_Latn': not in the dataset"):
-        select_directions(available, names=["deu_Latn-fra_Latn"])
-    with pytest.raises(ConfigError, match="cannot be combined"):
-        select_directions(available, src_langs=["eng_Latn"], names=["eng_Latn-fra_Latn"])
-    with pytest.raises(ConfigError, match="select no direction"):
-        select_directions(available, src_langs=["hin_Deva"], tgt_langs=["fra_Latn"])
+        select_directions(available, directions=["deu_Latn-fra_Latn"])
+    with pytest.raises(ConfigError, match="the selection holds no direction"):
+        select_directions(available, src_filter=["hin_Deva"], tgt_filter=["fra_Latn"])
+
+
+def test_selection_as_the_seed_calls_it(dataset: Path) -> None:
+    """`select_directions(src_filter=..., dataset=...)` reads the dataset's directions itself."""
+    chosen = select_directions(src_filter=["eng_Latn"], tgt_filter=["fra_Latn"], dataset=dataset)
+    assert chosen == [Direction("eng_Latn", "fra_Latn")]
+    section = {"path": str(dataset)}
+    assert select_directions(directions=[("eng_Latn", "fra_Latn")], dataset=section) == chosen
+    assert as_direction(("eng_Latn", "por_Latn_braz1246")) == Direction.parse(
+        "eng_Latn-por_Latn_braz1246"
+    )
 
 
 def test_load_checks_the_file(dataset: Path) -> None:
@@ -85,28 +101,69 @@ def test_load_checks_the_file(dataset: Path) -> None:
     direction = Direction("eng_Latn", "fra_Latn")
     assert len(source.load(direction, limit=3)) == 3
     path = dataset / "eng_Latn-fra_Latn.parquet"
-    frame = pd.read_parquet(path)
+    original = pd.read_parquet(path)
+    frame = original.copy()
     frame.loc[5, "tgt_lang"] = "deu_Latn"
     frame.to_parquet(path)
-    with pytest.raises(ValueError, match=r"row 5: tgt_lang is 'deu_Latn', expected 'fra_Latn'"):
+    # The whole file is checked, also when only its first sentences are evaluated.
+    for limit in (None, 5):
+        with pytest.raises(ValueError, match=r"row 5: tgt_lang is 'deu_Latn', expected 'fra_Latn'"):
+            source.load(direction, limit=limit)
+    frame = original.copy()
+    frame.loc[7, "uniq_id"] = frame.loc[2, "uniq_id"]
+    frame.to_parquet(path)
+    with pytest.raises(ValueError, match=rf"{path}, row 7: uniq_id '.+' appears more than once"):
         source.load(direction)
-    assert len(source.load(direction, limit=5)) == 5
     with pytest.raises(FileNotFoundError, match="eng_Latn-zul_Latn"):
         source.load(Direction("eng_Latn", "zul_Latn"))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda path: path.write_bytes(b"not parquet at all"), "not a readable parquet file"),
+        (lambda path: path.write_bytes(path.read_bytes()[:200]), "not a readable parquet file"),
+        (
+            lambda path: pd.read_parquet(path).head(0).to_parquet(path),
+            r"no sentences \(0 rows\)",
+        ),
+        (
+            lambda path: pd.read_parquet(path).assign(src_text=range(24)).to_parquet(path),
+            "column src_text holds int64, not text",
+        ),
+        (
+            lambda path: pd.read_parquet(path).drop(columns="uniq_id").to_parquet(path),
+            "missing column",
+        ),
+    ],
+)
+def test_dataset_files_are_checked_before_anything_runs(dataset: Path, damage, message) -> None:
+    source = DatasetSource(dataset, {})
+    directions = source.directions()
+    path = dataset / "eng_Latn-fra_Latn.parquet"
+    damage(path)
+    with pytest.raises(ConfigError, match=rf"dataset file {path}: {message}"):
+        source.check_files(directions)
+    with pytest.raises(ValueError, match=rf"dataset file {path}: {message}"):
+        source.load(Direction("eng_Latn", "fra_Latn"))
+
+
+def test_checked_files_are_remembered_until_they_change(dataset: Path, tmp_path: Path) -> None:
+    source = DatasetSource(dataset, {})
+    directions = source.directions()
+    index = tmp_path / "index.json"
+    source.check_files(directions, index)
+    assert len(json.loads(index.read_text())) == len(directions)
+    path = dataset / "eng_Latn-fra_Latn.parquet"
+    pd.read_parquet(path).head(0).to_parquet(path)
+    with pytest.raises(ConfigError, match="no sentences"):
+        source.check_files(directions, index)
 
 
 def test_stray_file_names_are_reported(dataset: Path) -> None:
     (dataset / "notes.parquet").write_bytes(b"")
     with pytest.raises(ConfigError, match=r"notes.parquet: 'notes' is not a direction"):
         DatasetSource(dataset, {}).directions()
-
-
-def test_sentences_digest_notices_changes(dataset: Path) -> None:
-    frame = pd.read_parquet(dataset / "eng_Latn-fra_Latn.parquet")
-    changed = frame.copy()
-    changed.loc[3, "tgt_text"] += " "
-    assert sentences_digest(frame) == sentences_digest(frame.copy())
-    assert sentences_digest(frame) != sentences_digest(changed)
 
 
 def test_hub_snapshot_from_the_offline_cache(dataset: Path, tmp_path: Path) -> None:

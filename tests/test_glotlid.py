@@ -128,7 +128,7 @@ def fasttext_top(path: Path, text: str) -> str:
         ("zlm_Latn", "zsm_Latn"),
         ("est_Latn", "ekk_Latn"),
         ("por_Latn_braz1246", "por_Latn"),
-        ("nob_Latn_radical", "nob_Latn"),
+        ("cat_Latn_vale1252", "cat_Latn"),
         ("apc_Arab_nort3139", "apc_Arab"),
         ("apc_Arab_sout3123", "arz_Arab"),
         ("twi_Latn_akua1239", "twi_Latn"),

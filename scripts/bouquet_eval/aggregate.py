@@ -113,14 +113,27 @@ def recorded_signatures(scored_paths: Sequence[Path]) -> dict[str, str]:
     """
     signatures: dict[str, str] = {}
     for path in scored_paths:
-        record = json.loads(ResumableOutput(path, {}).sidecar.read_text(encoding="utf-8"))
-        for name, signature in record["settings"]["metrics"].items():
+        record = ResumableOutput(path, {}).record() or {}
+        for name, signature in (record.get("environment") or {}).get("metrics", {}).items():
             if signatures.setdefault(name, signature) != signature:
                 raise ValueError(
                     f"{path} was scored with {name} '{signature}', other directions with "
                     f"'{signatures[name]}': rerun the scoring of this model"
                 )
     return signatures
+
+
+def recorded_environments(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The distinct environments (versions, GPUs, model commits) that produced `paths`, as
+    their jobs recorded them; the metric signatures, reported apart, are left out."""
+    distinct: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        record = ResumableOutput(path, {}).record() or {}
+        environment = dict(record.get("environment") or {})
+        environment.pop("metrics", None)
+        if environment:
+            distinct.setdefault(json.dumps(environment, sort_keys=True), environment)
+    return list(distinct.values())
 
 
 def timing_table(model_dir: Path, directions: Sequence[Direction]) -> pd.DataFrame:
@@ -159,8 +172,14 @@ def manifest_entry(
     metric_signatures: dict[str, str],
     resampling: Resampling,
     timing: dict[str, Any],
+    environments: dict[str, list[dict[str, Any]]],
+    workflow: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """What produced the outputs; `config` and `model_settings` must already be redacted."""
+    """What produced the outputs; `config` and `model_settings` must already be redacted.
+
+    `environments`: per stage (translate, score), what its jobs ran with (package versions,
+    GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit.
+    """
     from importlib.metadata import version
 
     command = os.environ.get(COMMAND_ENVIRONMENT_VARIABLE)
@@ -169,6 +188,7 @@ def manifest_entry(
         "bouquet_eval_version": version("bouquet-eval"),
         "snakemake_version": version("snakemake"),
         "python_version": platform.python_version(),
+        "workflow": workflow,
         "command": json.loads(command) if command else None,
         "model": {"name": model_name, **model_settings},
         "dataset": dataset_identity,
@@ -177,6 +197,7 @@ def manifest_entry(
         "n_directions": len(directions),
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,
+        "environments": environments,
         "statistics": resampling.signature(),
         "timing": timing,
     }

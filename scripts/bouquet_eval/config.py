@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,36 @@ def _message(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The configuration schema: the file, completed with what other modules define.
+
+    A model entry's schema comes from the translator registry and the language-code patterns
+    from the module that parses codes, so that neither can drift from the code that uses them.
+    """
+    from bouquet_eval.languages import DIRECTION_PATTERN, LANGUAGE_PATTERN
+    from bouquet_eval.translators.backends import model_entry_schema
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    definitions = schema["$defs"]
+    definitions["model"] = model_entry_schema()
+    definitions["language"]["pattern"] = f"^{LANGUAGE_PATTERN}$"
+    definitions["direction"]["pattern"] = f"^{DIRECTION_PATTERN}$"
+    return schema
+
+
+def job_name(model_name: str) -> str:
+    """A model's name as it appears in job names (letters, digits and `_` only)."""
+    return re.sub(r"[^A-Za-z0-9]", "_", model_name)
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """Validate `config` in place against the schema, filling defaults; return it.
 
     Raises ConfigError with one message naming the offending key.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(config))
+    error = jsonschema.exceptions.best_match(
+        _Validator(load_schema(schema_path)).iter_errors(config)
+    )
     if error is not None:
         raise ConfigError(
             f"invalid configuration at '{_location(error.absolute_path)}': {_message(error)}"
@@ -69,6 +93,16 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"invalid configuration at 'models': duplicate model names {duplicates}")
+    by_job_name: dict[str, list[str]] = {}
+    for name in names:
+        by_job_name.setdefault(job_name(name), []).append(name)
+    clashes = [group for group in by_job_name.values() if len(group) > 1]
+    if clashes:
+        raise ConfigError(
+            f"invalid configuration at 'models': model names {clashes[0]} differ only in "
+            f"characters other than letters and digits, so their jobs would share the name "
+            f"'{job_name(clashes[0][0])}'; rename one"
+        )
     compare = config["compare"]
     unknown = [
         name for name in [*compare["models"], compare["baseline"]] if name and name not in names
@@ -80,6 +114,25 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             "invalid configuration at 'compare': the baseline is not among its models"
         )
     return config
+
+
+def literal_secrets(config: Any, location: str = "") -> list[str]:
+    """Where the configuration holds a literal value under a secret name (see
+    `provenance.is_secret_name`): such values reach Snakemake's job scripts."""
+    from bouquet_eval.provenance import is_secret_name
+
+    found = []
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            here = f"{location}.{key}" if location else str(key)
+            if is_secret_name(str(key)) and value not in (None, ""):
+                found.append(here)
+            else:
+                found += literal_secrets(value, here)
+    elif isinstance(config, list):
+        for index, value in enumerate(config):
+            found += literal_secrets(value, f"{location}[{index}]")
+    return found
 
 
 def expand_path(value: str | os.PathLike[str]) -> Path:

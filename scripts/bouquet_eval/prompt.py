@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
+from bouquet_eval.languages import LanguageCode
+
 PromptFn = Callable[[str, str, str], str]
 """(src_lang, tgt_lang, src_text) -> the user message sent to the translator."""
 
@@ -34,17 +36,18 @@ def language_name(code: str) -> str:
     """An English name for a code such as `eng_Latn`, `cmn_Hant` or `por_Latn_braz1246`."""
     import langcodes
 
-    language, script, *variety = code.split("_")
-    if f"{language}_{script}" in _LANGUAGE_NAMES:
-        name = _LANGUAGE_NAMES[f"{language}_{script}"]
+    parsed = LanguageCode.parse(code)
+    language, script = parsed.language, parsed.script
+    if parsed.base in _LANGUAGE_NAMES:
+        name = _LANGUAGE_NAMES[parsed.base]
     else:
         name = _LANGUAGE_NAMES.get(language) or langcodes.Language.get(language).display_name()
         name = name.replace(" (individual language)", "")
         if langcodes.Language.get(language).maximize().script != script:
             script_name = langcodes.Language.get(f"und-{script}").display_name()
             name = f"{name} ({script_name.removeprefix('Unknown language (').rstrip(')')})"
-    if variety:
-        name = f"{_VARIETIES.get(variety[0], variety[0])} {name}"
+    if parsed.variety:
+        name = f"{_VARIETIES.get(parsed.variety, parsed.variety)} {name}"
     return name
 
 

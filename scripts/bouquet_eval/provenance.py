@@ -1,114 +1,344 @@
-"""Provenance of per-direction outputs: settings digests, secret redaction, resumable writes."""
+"""Provenance of outputs: what produced them, whether they are current, secrets kept out.
+
+Two rules hold everywhere:
+- Staleness is decided on the real settings. A settings digest covers every value with its
+  real content; a secret enters it only as a keyed hash (HMAC), never in clear.
+- Secrets are redacted where something is written (manifest, sidecars, command line): values
+  under secret names (`api_key`, `hf_token`, `password`, `auth`, ...; never a word that merely
+  contains one, such as `max_tokens` or `tokenizer`), and any value equal to a secret the run
+  knows (the variables named by `*_env` settings, HF_TOKEN, OPENAI_API_KEY), whatever its key.
+
+An output is *current* when its sidecar record says it was produced with the expected settings
+digest from inputs with the content they have now, and the output still has the content that
+was written. The same check runs when a run plans (bouquet_eval.planning) and inside the job.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import json
+import logging
+import os
 import re
+import secrets as random_secrets
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 from bouquet_eval.io import file_sha256, write_atomically, write_json
 
+log = logging.getLogger(__name__)
+
 REDACTED = "<redacted>"
 # The workflow records its command line here, since rule jobs run in other processes.
 COMMAND_ENVIRONMENT_VARIABLE = "BOUQUET_EVAL_COMMAND"
-_SECRET_KEY = re.compile(r"api[_-]?key|token|secret|passw|authorization|credential", re.IGNORECASE)
+# Variables that hold credentials whatever the configuration says.
+SECRET_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY")
+# A secret shorter than this is redacted where it is a whole value, not inside other text,
+# where it would match by accident.
+_MIN_EMBEDDED_SECRET = 8
+
+_WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_SECRET_WORDS = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "cookie",
+        "credential",
+        "credentials",
+        "passphrase",
+        "passwd",
+        "password",
+        "secret",
+        "token",
+    }
+)
+_KEY_QUALIFIERS = frozenset({"access", "api", "private", "secret", "signing"})
 
 
-def redact(value: Any) -> Any:
-    """A copy of `value` with the values of secret-looking keys replaced.
+def is_secret_name(key: str) -> bool:
+    """Whether a setting of this name holds a secret: a whole word of it names one.
 
-    Keys ending in `_env` name an environment variable rather than hold a secret, and are kept.
+    `hf_token`, `access_token`, `apiKey`, `client_secret` and `auth` do; `max_tokens`,
+    `tokenizer` and `batch_tokens` do not. A name ending in `_env` holds the *name* of a
+    variable, not its value, and is no secret.
     """
-    if isinstance(value, dict):
+    words = [word.lower() for word in _WORD_BOUNDARY.split(key) if word]
+    if not words or words[-1] == "env":
+        return False
+    if _SECRET_WORDS.intersection(words):
+        return True
+    return any(
+        word == "key" and index > 0 and words[index - 1] in _KEY_QUALIFIERS
+        for index, word in enumerate(words)
+    )
+
+
+def known_secrets(config: Any, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The secret values this run can know: SECRET_VARIABLES and every variable that a `*_env`
+    setting of the configuration names, where set."""
+    environ = os.environ if environ is None else environ
+    names = set(SECRET_VARIABLES)
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if str(key).endswith("_env") and isinstance(item, str):
+                    names.add(item)
+                visit(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+
+    visit(config)
+    return frozenset(environ[name] for name in names if environ.get(name))
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of `value` fit to be written: secret-named settings and known secrets replaced."""
+    secrets = frozenset(secrets)
+    return _replace_secrets(value, secrets, lambda _: REDACTED)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every known secret in it replaced."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if text == secret or (len(secret) >= _MIN_EMBEDDED_SECRET and secret in text):
+            text = REDACTED if text == secret else text.replace(secret, REDACTED)
+    return text
+
+
+def _replace_secrets(value: Any, secrets: frozenset[str], hide: Callable[[Any], Any]) -> Any:
+    if isinstance(value, Mapping):
         return {
-            key: REDACTED
-            if _SECRET_KEY.search(str(key)) and not str(key).endswith("_env")
-            else redact(item)
+            key: hide(item)
+            if is_secret_name(str(key)) and item not in (None, "")
+            else _replace_secrets(item, secrets, hide)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [redact(item) for item in value]
+        return [_replace_secrets(item, secrets, hide) for item in value]
+    if isinstance(value, str) and secrets:
+        scrubbed = scrub(value, secrets)
+        return value if scrubbed == value else hide(value)
     return value
 
 
-def settings_digest(settings: Any) -> str:
-    canonical = json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str)
+def settings_digest(settings: Any, secrets: Iterable[str] = ()) -> str:
+    """A digest of `settings` that changes whenever any value does.
+
+    Secrets (by name or by value, as `redact` finds them) enter as an HMAC under a key kept in
+    the user's cache folder, so that the digest, which is written beside every output, can be
+    neither read back nor guessed from a list of candidate secrets.
+    """
+    keyed = _replace_secrets(settings, frozenset(secrets), _keyed_hash)
+    canonical = json.dumps(keyed, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _keyed_hash(value: Any) -> str:
+    message = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()
+    return "hmac-sha256:" + hmac.new(_digest_key(), message, hashlib.sha256).hexdigest()
+
+
+@cache
+def _digest_key() -> bytes:
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bouquet-eval"
+    path = folder / "secret-digest.key"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(random_secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def redact_command(argv: list[str], secrets: Iterable[str] = ()) -> list[str]:
+    """The command line with known secrets and values of secret-named keys replaced."""
+    secrets = frozenset(secrets)
+    return [_redact_assignments(scrub(argument, secrets)) for argument in argv]
+
+
+# `key=value` or `"key": "value"` inside one argument (--config, JSON given on the command line).
+_ASSIGNMENT = re.compile(r"""([A-Za-z_][\w-]*)(["']?\s*[:=]\s*["']?)([^"',}\s]+)""")
+
+
+def _redact_assignments(argument: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        if not is_secret_name(match.group(1)):
+            return match.group(0)
+        return f"{match.group(1)}{match.group(2)}{REDACTED}"
+
+    return _ASSIGNMENT.sub(replace, argument)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a file held when it was recorded."""
+
+    sha256: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileState:
+        status = path.stat()
+        return cls(file_sha256(path), status.st_size, status.st_mtime_ns)
+
+    def matches(self, path: Path) -> bool:
+        """Whether `path` still holds this content (hashed only when its stat changed)."""
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            return False
+        if status.st_size != self.size:
+            return False
+        return status.st_mtime_ns == self.mtime_ns or file_sha256(path) == self.sha256
 
 
 @dataclass(frozen=True)
 class ResumableOutput:
-    """A per-direction output file that is recomputed only when what produces it changes.
+    """A file recomputed only when what produces it changes, and rebuilt when damaged.
 
     Beside `path` live two things Snakemake does not know about and so never deletes:
-    - `.provenance/<name>.json`: the digest of the settings that produced the file and the
-      file's sha256; the file is current only when both match;
-    - `.cache/<digest>/<name>`: a copy written as soon as the direction is done, so that work
-      survives when the job that did it fails later and Snakemake removes its new outputs.
-    `settings` must already be redacted: it is written to the sidecar.
+    - `.provenance/<name>.json`: the settings digest, the state of each input and of the output
+      when it was written, the redacted settings and the producing job's environment;
+    - `.cache/<key>/<name>`: a verified copy written as soon as the output is done, keyed by
+      the digest and the inputs, so that work survives a job that fails later (Snakemake then
+      removes or restores its outputs) and a damaged output can be restored.
+    `settings` hold real values; `secrets` are the run's known secrets (see `known_secrets`).
     """
 
     path: Path
-    settings: dict[str, Any]
+    settings: Mapping[str, Any]
+    inputs: Mapping[str, Path] = field(default_factory=dict)
+    """Role -> file whose content the output was made from (`dataset`, `translations`, ...)."""
+    secrets: frozenset[str] = frozenset()
+    cache_variant: Any = None
+    """What else the job knows decides the content (e.g. metric versions), for the cache key."""
 
     @cached_property
     def digest(self) -> str:
-        return settings_digest(self.settings)
+        return settings_digest(self.settings, self.secrets)
 
     @property
     def sidecar(self) -> Path:
         return self.path.parent / ".provenance" / f"{self.path.name}.json"
 
-    @property
-    def cached(self) -> Path:
-        return self.path.parent / ".cache" / self.digest[:16] / self.path.name
-
-    def is_current(self) -> bool:
-        if not (self.path.is_file() and self.sidecar.is_file()):
-            return False
+    def record(self) -> dict[str, Any] | None:
         try:
             record = json.loads(self.sidecar.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            return False
-        return record.get("digest") == self.digest and record.get("sha256") == file_sha256(
-            self.path
-        )
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return record if isinstance(record, dict) else None
 
-    def restore_from_cache(self) -> bool:
+    def stale_reason(self) -> str | None:
+        """Why the output is not current, or None when it is."""
+        if not self.path.is_file():
+            return "missing"
+        record = self.record()
+        if record is None or "output" not in record:
+            return "no record of what produced it"
+        if record.get("digest") != self.digest:
+            return "its settings changed"
+        recorded_inputs = record.get("inputs") or {}
+        if set(recorded_inputs) != set(self.inputs):
+            return "its inputs changed"
+        for role, path in sorted(self.inputs.items()):
+            if not _state(recorded_inputs[role]).matches(path):
+                return f"its {role} ({path}) changed"
+        if not _state(record["output"]).matches(self.path):
+            return "its content is not what was written (damaged or edited)"
+        return None
+
+    def is_current(self) -> bool:
+        return self.stale_reason() is None
+
+    @cached_property
+    def input_states(self) -> dict[str, FileState]:
+        return {role: FileState.of(path) for role, path in sorted(self.inputs.items())}
+
+    @property
+    def cached(self) -> Path:
+        inputs = {role: state.sha256 for role, state in self.input_states.items()}
+        key = settings_digest([self.digest, inputs, self.cache_variant])
+        return self.path.parent / ".cache" / key[:16] / self.path.name
+
+    def restore_from_cache(self, environment: Mapping[str, Any] | None = None) -> bool:
+        """Publish the cached copy if there is one and it is intact; discard a damaged one."""
         if not self.cached.is_file():
             return False
-        self._publish_cached()
+        try:
+            expected = json.loads(_checksum_file(self.cached).read_text(encoding="utf-8"))
+            intact = _state(expected).sha256 == file_sha256(self.cached)
+        except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+            intact = False
+        if not intact:
+            log.warning("discarding %s: its content does not match its checksum", self.cached)
+            for path in (self.cached, _checksum_file(self.cached)):
+                path.unlink(missing_ok=True)
+            return False
+        self._publish_cached(environment)
         return True
 
-    def publish(self, write: Callable[[Path], None]) -> None:
-        """Write the output through `write(path)`: into the cache first, then in place."""
-        write_atomically(self.cached, write)
-        self._publish_cached()
+    def publish(
+        self, write: Callable[[Path], None], environment: Mapping[str, Any] | None = None
+    ) -> None:
+        """Write the output through `write(path)`: into the cache first, then in place.
 
-    def _publish_cached(self) -> None:
+        `environment` (what the job ran with: versions, hardware, model commits) goes into the
+        record for the manifest; it does not decide currency.
+        """
+        write_atomically(self.cached, write)
+        write_json(_checksum_file(self.cached), asdict(FileState.of(self.cached)))
+        self._publish_cached(environment)
+
+    def _publish_cached(self, environment: Mapping[str, Any] | None) -> None:
         write_atomically(self.path, lambda temporary: shutil.copyfile(self.cached, temporary))
+        self.record_written(environment)
+
+    def record_written(self, environment: Mapping[str, Any] | None = None) -> None:
+        """Record that `path` was just written from the inputs as they are now.
+
+        `publish` calls it; an output written by other means (one without a cached copy, such
+        as a model's aggregates) calls it after writing.
+        """
         record = {
             "digest": self.digest,
-            "sha256": file_sha256(self.path),
-            "settings": self.settings,
+            "settings": redact(self.settings, self.secrets),
+            "inputs": {role: asdict(state) for role, state in self.input_states.items()},
+            "output": asdict(FileState.of(self.path)),
+            "environment": dict(environment or {}),
         }
         write_json(self.sidecar, record)
 
+    def remove_stray_temporaries(self) -> list[Path]:
+        """Delete temporary files that killed writes of this output left behind.
 
-# `key=value` or `"key": "value"` where the key looks like it holds a secret.
-_SECRET_ASSIGNMENT = re.compile(
-    r"""((?:api[_-]?key|token|secret|passw\w*|authorization|credential)\w*["']?\s*[:=]\s*["']?)"""
-    r"""[^"',}\s]+""",
-    re.IGNORECASE,
-)
+        Only the job that owns an output writes it, and Snakemake lets one run at a time work
+        in a directory, so every such file of this output is a leftover.
+        """
+        found = []
+        for folder in (self.path.parent, self.sidecar.parent, self.cached.parent):
+            found += folder.glob(f".{self.path.name}.*.tmp")
+            found += folder.glob(f".{self.sidecar.name}.*.tmp")
+        for path in found:
+            path.unlink(missing_ok=True)
+            log.info("removed %s, left by an interrupted write", path)
+        return found
 
 
-def redact_command(argv: list[str]) -> list[str]:
-    """The command line with values given to secret-looking keys replaced."""
-    return [_SECRET_ASSIGNMENT.sub(rf"\g<1>{REDACTED}", argument) for argument in argv]
+def _checksum_file(cached: Path) -> Path:
+    return cached.with_name(cached.name + ".state.json")
+
+
+def _state(recorded: Any) -> FileState:
+    return FileState(**recorded) if isinstance(recorded, dict) else FileState("", -1, -1)

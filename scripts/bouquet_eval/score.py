@@ -4,64 +4,73 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from bouquet_eval.data import Direction
-from bouquet_eval.io import file_sha256, read_jsonl, write_parquet
+from bouquet_eval.data import DatasetSource, Direction
+from bouquet_eval.io import write_parquet
 from bouquet_eval.metrics import Metric, add_composite
+from bouquet_eval.outputs import scored_output, translation_path
 from bouquet_eval.provenance import ResumableOutput
+from bouquet_eval.translations import read_translations
 
 log = logging.getLogger(__name__)
 
 
 def score_directions(
-    directions: Sequence[Direction], model_dir: Path, metrics: Sequence[Metric]
+    directions: Sequence[Direction],
+    model_dir: Path,
+    metrics: Sequence[Metric],
+    dataset: DatasetSource,
+    settings: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not up to date.
+    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not current.
 
-    A metric loads its model on its first use, so a job with nothing to do loads nothing.
+    `settings` (see `outputs.score_settings`; by default the metrics' names) decide the scores
+    with the translations and the dataset; the metrics' signatures, which add the versions and
+    devices of this job, are recorded too, and a direction scored under other signatures is
+    scored again. Translations
+    are checked line by line against the dataset before they are scored. A metric loads its
+    model on its first use, so a job with nothing to do loads nothing.
     """
     signatures = {metric.name: metric.signature() for metric in metrics}
+    settings = {"metrics": list(signatures)} if settings is None else settings
+    recorded_environment = {**(environment or {}), "metrics": signatures}
     total = len(directions)
     for position, direction in enumerate(directions, start=1):
-        translations = model_dir / f"{direction}.jsonl"
-        output = ResumableOutput(
-            model_dir / f"{direction}.scored.parquet",
-            {"metrics": signatures, "translations_sha256": file_sha256(translations)},
+        output = replace(
+            scored_output(model_dir, direction, settings, dataset.file(direction)),
+            cache_variant=signatures,
         )
+        output.remove_stray_temporaries()
         progress = f"[{position}/{total}] {direction}"
-        if output.is_current():
+        if output.is_current() and _scored_with(output, signatures):
             log.info("%s: up to date", progress)
             continue
-        if output.restore_from_cache():
+        if output.restore_from_cache(recorded_environment):
             log.info("%s: restored from %s", progress, output.cached)
             continue
         started = time.monotonic()
-        scored = score_rows(load_translations(translations, direction), metrics)
-        output.publish(partial(write_parquet, frame=scored))
+        translations = read_translations(
+            translation_path(model_dir, direction), direction, dataset.load(direction, limit)
+        )
+        scored = score_rows(translations, metrics)
+        output.publish(partial(write_parquet, frame=scored), recorded_environment)
         log.info(
             "%s: %d sentences scored in %.2f s", progress, len(scored), time.monotonic() - started
         )
 
 
-def load_translations(path: Path, direction: Direction) -> pd.DataFrame:
-    """Read a direction's translations, checking that every row belongs to it."""
-    frame = read_jsonl(path)
-    for column, expected in (("src_lang", direction.src_lang), ("tgt_lang", direction.tgt_lang)):
-        wrong = frame.index[frame[column] != expected]
-        if len(wrong):
-            raise ValueError(
-                f"{path}, line {int(wrong[0]) + 1}: {column} is '{frame.at[wrong[0], column]}', "
-                f"expected '{expected}' from the file name"
-            )
-    not_text = frame.index[~frame["mt_text"].map(lambda text: isinstance(text, str))]
-    if len(not_text):
-        raise ValueError(f"{path}, line {int(not_text[0]) + 1}: mt_text is not a string")
-    return frame
+def _scored_with(output: ResumableOutput, signatures: Mapping[str, str]) -> bool:
+    record = output.record() or {}
+    return (record.get("environment") or {}).get("metrics") == dict(signatures)
 
 
 def score_rows(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pd.DataFrame:

@@ -11,20 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.config import expand_path
-from bouquet_eval.data import DatasetSource, Direction, sentences_digest
+from bouquet_eval.data import DatasetSource, Direction
+from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
+from bouquet_eval.outputs import translation_output
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
-from bouquet_eval.provenance import ResumableOutput, redact
-from bouquet_eval.translators import (
+from bouquet_eval.translators import RowTranslator, Translator, load_prompt_fn, load_translator
+from bouquet_eval.translators.backends import (
     BACKENDS,
-    RowTranslator,
-    Translator,
-    load_prompt_fn,
-    load_translator,
+    model_gpus,
     prompt_fn_spec,
     translator_arguments,
 )
-from bouquet_eval.translators.provided import provided_fingerprint
+from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
 
 if TYPE_CHECKING:
@@ -37,7 +36,8 @@ TIMING_DIR = ".timing"
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
-    """What in a model entry decides its translations, secrets redacted.
+    """What in a model entry decides its translations, with real values (never write it out
+    without `provenance.redact`).
 
     Settings that only change speed (a backend's `operational` ones) are left out, so that
     raising an API's concurrency, say, does not make finished translations stale.
@@ -47,16 +47,25 @@ def model_settings(model: dict[str, Any]) -> dict[str, Any]:
     for key in backend.operational if backend else ():
         arguments.pop(key, None)
     prompt_fn = prompt_fn_spec(model)
-    return redact(
-        {
-            "translator": model["translator"],
-            "settings": arguments,
-            "prompt_fn": prompt_fn,
-            "prompt_kwargs": model.get("prompt_kwargs"),
-            # The template is recorded verbatim, so that editing it invalidates translations.
-            "prompt_template": PROMPT_TEMPLATE if prompt_fn is None else None,
-        }
-    )
+    takes_prompts = backend is None or backend.takes_prompts
+    return {
+        "translator": model["translator"],
+        "settings": arguments,
+        "prompt_fn": prompt_fn if takes_prompts else None,
+        "prompt_kwargs": model.get("prompt_kwargs") if takes_prompts else None,
+        # The template is recorded verbatim, so that editing it invalidates translations.
+        "prompt_template": PROMPT_TEMPLATE if takes_prompts and prompt_fn is None else None,
+    }
+
+
+def translation_settings(model: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """What decides a model's translation of a direction, besides the direction's sentences."""
+    return {"model": model_settings(model), "limit": limit}
+
+
+def provided_folder(model: dict[str, Any]) -> Path | None:
+    """Where a model's translations brought from elsewhere are (None for other translators)."""
+    return expand_path(model["path"]) if model["translator"] == "provided" else None
 
 
 def translate_model(
@@ -65,26 +74,40 @@ def translate_model(
     dataset: DatasetSource,
     output_dir: Path,
     limit: int | None = None,
+    secrets: frozenset[str] = frozenset(),
 ) -> None:
     """Translate `directions` with a model entry of the workflow configuration."""
+    backend = BACKENDS.get(model["translator"])
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
         arguments = translator_arguments(model)
-        if model["translator"] == "openai":
+        if backend is not None and backend.request_cache:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
             arguments["cache_dir"] = str(output_dir / ".cache" / "requests")
-        if model["translator"] == "provided":
+        if backend is not None and backend.takes_limit:
             arguments["limit"] = limit
         return (
             load_translator(model["translator"], arguments),
             load_prompt_fn(prompt_fn_spec(model), model.get("prompt_kwargs")),
         )
 
-    fingerprint = None
-    if model["translator"] == "provided":
-        fingerprint = partial(provided_fingerprint, expand_path(model["path"]))
+    def describe_environment() -> dict[str, Any]:
+        environment = job_environment(uses_gpu=model_gpus(model) > 0)
+        if backend is not None and backend.hub_model:
+            environment["model"] = hub_model(model["model"], model.get("revision"))
+        return environment
+
+    folder = provided_folder(model)
     translate_directions(
-        directions, dataset, output_dir, make_translator, model_settings(model), limit, fingerprint
+        directions,
+        dataset,
+        output_dir,
+        make_translator,
+        translation_settings(model, limit),
+        limit,
+        None if folder is None else partial(provided_file, folder),
+        secrets,
+        describe_environment,
     )
 
 
@@ -95,29 +118,34 @@ def translate_directions(
     make_translator: Callable[[], tuple[Translator | RowTranslator, PromptFn]],
     settings: dict[str, Any],
     limit: int | None = None,
-    fingerprint: Callable[[Direction], str] | None = None,
+    provided: Callable[[Direction], Path] | None = None,
+    secrets: frozenset[str] = frozenset(),
+    describe_environment: Callable[[], dict[str, Any]] = lambda: job_environment(False),
 ) -> None:
-    """Write `<output_dir>/<src>-<tgt>.jsonl` for every direction that is not up to date.
+    """Write `<output_dir>/<src>-<tgt>.jsonl` for every direction that is not current.
 
     `make_translator` is called only when some direction needs translating, so a rerun that
-    finds everything done loads no model. `settings` (redacted) identifies the translator;
-    `fingerprint`, when given, identifies per direction inputs of its own (files it reads).
-    A translator with `check_directions(directions)` is asked first, before it loads a model,
-    whether it supports them all.
+    finds everything done loads no model. `settings` (real values) decide the translations
+    with the direction's dataset file; `provided`, when given, names a file of translations
+    made elsewhere that each direction is made from too. A translator with
+    `check_directions(directions)` is asked first, before it loads a model, whether it supports
+    them all. `describe_environment()`, called once the translator is ready, says what the job
+    runs with, for the manifest.
     """
     translator: Translator | RowTranslator | None = None
     prompt_fn: PromptFn | None = None
+    environment: dict[str, Any] = {}
     total = len(directions)
     for position, direction in enumerate(directions, start=1):
-        rows = dataset.load(direction, limit)
-        output = ResumableOutput(
-            output_dir / f"{direction}.jsonl",
-            {**settings, "limit": limit, "sentences": sentences_digest(rows)},
+        output = translation_output(
+            output_dir,
+            direction,
+            settings,
+            dataset.file(direction),
+            None if provided is None else provided(direction),
+            secrets,
         )
-        if fingerprint is not None:
-            output = ResumableOutput(
-                output.path, {**output.settings, "fingerprint": fingerprint(direction)}
-            )
+        output.remove_stray_temporaries()
         progress = f"[{position}/{total}] {direction}"
         if output.is_current():
             log.info("%s: up to date", progress)
@@ -125,12 +153,14 @@ def translate_directions(
         if output.restore_from_cache():
             log.info("%s: restored from %s", progress, output.cached)
             continue
+        rows = dataset.load(direction, limit)
         if translator is None or prompt_fn is None:
             translator, prompt_fn = _start(make_translator, directions)
+            environment = describe_environment()
         started, before = time.monotonic(), usage_counters(translator)
         raw = translate_rows(translator, prompt_fn, rows, direction)
         frame = translation_frame(rows, raw)
-        output.publish(partial(write_jsonl, frame=frame))
+        output.publish(partial(write_jsonl, frame=frame), environment)
         record = timing_record(direction, len(rows), time.monotonic() - started, before, translator)
         write_json(output_dir / TIMING_DIR / f"{direction}.json", record)
         log.info(

@@ -1,10 +1,13 @@
 """Rule script: a model's scores.csv, summary.csv, scored_rows.parquet and manifest entry."""
 
+import json
+import os
 from pathlib import Path
 
 from bouquet_eval.aggregate import (
     append_manifest,
     manifest_entry,
+    recorded_environments,
     recorded_signatures,
     timing_table,
     timing_totals,
@@ -12,9 +15,11 @@ from bouquet_eval.aggregate import (
     write_csv,
 )
 from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE
 from bouquet_eval.jobs import job_logging, model_entry
 from bouquet_eval.metrics import load_metrics, metric_columns
-from bouquet_eval.provenance import redact
+from bouquet_eval.outputs import aggregate_outputs, translation_path
+from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.stats import Resampling
 from bouquet_eval.translate import model_settings
 
@@ -22,28 +27,42 @@ snakemake = globals()["snakemake"]
 
 with job_logging(snakemake.log[0]) as log:
     config = snakemake.config
+    secrets = known_secrets(config)
+    model_dir = Path(snakemake.output.scores).parent
+    scored = [Path(path) for path in snakemake.input.scored]
+    directions = [Direction.parse(name) for name in snakemake.params.directions]
     metrics = load_metrics(snakemake.params.metrics, config)
     resampling = Resampling(**config["statistics"])
     scores = write_aggregates(
-        [Path(path) for path in snakemake.input],
+        scored,
         metric_columns(metrics),
         resampling,
         {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
     )
-    directions = [Direction.parse(name) for name in snakemake.params.directions]
-    timing = timing_table(Path(snakemake.output.scores).parent, directions)
+    timing = timing_table(model_dir, directions)
     write_csv(Path(snakemake.output.timing), timing)
     append_manifest(
         Path(snakemake.output.manifest),
         manifest_entry(
-            config=redact(config),
+            config=redact(config, secrets),
             model_name=snakemake.wildcards.model,
-            model_settings=model_settings(model_entry(config, snakemake.wildcards.model)),
+            model_settings=redact(
+                model_settings(model_entry(config, snakemake.wildcards.model)), secrets
+            ),
             dataset_identity=resolve_dataset(config["dataset"]).identity,
             directions=directions,
-            metric_signatures=recorded_signatures([Path(path) for path in snakemake.input]),
+            metric_signatures=recorded_signatures(scored),
             resampling=resampling,
             timing=timing_totals(timing),
+            environments={
+                "translate": recorded_environments(
+                    [translation_path(model_dir, d) for d in directions]
+                ),
+                "score": recorded_environments(scored),
+            },
+            workflow=json.loads(os.environ.get(WORKFLOW_COMMIT_VARIABLE, "null")),
         ),
     )
+    for output in aggregate_outputs(model_dir, directions, config, secrets):
+        output.record_written()
     log.info("%d directions aggregated into %s", len(scores), snakemake.output.scores)

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
-from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.data import resolve_dataset
 from bouquet_eval.gpus import gpu_lease
 from bouquet_eval.jobs import GPU_LEASES, job_logging, model_entry
+from bouquet_eval.outputs import direction_of
+from bouquet_eval.provenance import known_secrets
 from bouquet_eval.translate import translate_model
 
 snakemake = globals()["snakemake"]
@@ -13,8 +15,9 @@ with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASE
     config = snakemake.config
     translate_model(
         model_entry(config, snakemake.params.model),
-        [Direction.parse(Path(path).name.removesuffix(".jsonl")) for path in snakemake.output],
+        [direction_of(path) for path in snakemake.output],
         resolve_dataset(config["dataset"]),
         Path(snakemake.output[0]).parent,
         config["limit"],
+        known_secrets(config),
     )

@@ -1,11 +1,15 @@
+# A model's aggregates. They are update() outputs: when the job fails, Snakemake puts the
+# previous ones back, so a failure never leaves a model without them; that they are then not
+# current is seen from their provenance records (see aggregate_stamp in common.smk).
 rule aggregate:
     input:
-        scored_files_of_model,
+        scored=scored_files_of_model,
+        stamp=aggregate_stamp,
     output:
-        scores=OUTPUT_DIR / "{model}" / "scores.csv",
-        summary=OUTPUT_DIR / "{model}" / "summary.csv",
-        timing=OUTPUT_DIR / "{model}" / "timing.csv",
-        scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
+        scores=update(OUTPUT_DIR / "{model}" / "scores.csv"),
+        summary=update(OUTPUT_DIR / "{model}" / "summary.csv"),
+        timing=update(OUTPUT_DIR / "{model}" / "timing.csv"),
+        scored_rows=update(OUTPUT_DIR / "{model}" / "scored_rows.parquet"),
         # The manifest is a history: Snakemake must not delete it before the job runs.
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),
     log:

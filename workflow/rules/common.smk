@@ -6,24 +6,48 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from bouquet_eval.config import ConfigError, expand_path, validate_config
+from bouquet_eval.config import (
+    ConfigError,
+    expand_path,
+    job_name,
+    literal_secrets,
+    validate_config,
+)
 from bouquet_eval.data import resolve_dataset, select_directions
+from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE, workflow_commit
+from bouquet_eval.outputs import (
+    AGGREGATES,
+    aggregate_outputs,
+    scored_output,
+    score_settings,
+    translation_output,
+)
+from bouquet_eval.planning import check_job, describe, stamp_input, stamp_path
+from bouquet_eval.runs import register as register_run
+from bouquet_eval.runs import remove_stale_locks
 from bouquet_eval.provenance import (
     COMMAND_ENVIRONMENT_VARIABLE,
+    known_secrets,
     redact_command,
     settings_digest,
 )
 from bouquet_eval.sharding import assign_shards
-from bouquet_eval.translate import model_settings
-from bouquet_eval.translators import model_gpus
+from bouquet_eval.translate import provided_folder, translation_settings
+from bouquet_eval.translators.backends import model_environment, model_gpus
 
 REPOSITORY = Path(workflow.basedir).parent
 # Lets configuration files name files of the repository from any working directory.
 os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
-# Jobs run in other processes; they inherit the command line of the run for the manifest.
-os.environ.setdefault(
-    COMMAND_ENVIRONMENT_VARIABLE, json.dumps(redact_command(sys.argv))
-)
+if workflow.is_main_process:
+    # The workflow's own commit, for the manifest (written by jobs in other processes).
+    os.environ[WORKFLOW_COMMIT_VARIABLE] = json.dumps(workflow_commit(REPOSITORY))
+    # "Rerun the same command" after a crash: a killed run's locks are removed.
+    if remove_stale_locks():
+        print(
+            "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
+            file=sys.stderr,
+        )
+    register_run()
 
 
 # The embedded default: the bundled sample, unless a configuration file is given.
@@ -34,18 +58,40 @@ if not workflow.overwrite_configfiles:
 
 try:
     validate_config(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    OUTPUT_DIR = expand_path(config["output_dir"])
+    if OUTPUT_DIR.exists() and not OUTPUT_DIR.is_dir():
+        raise ConfigError(f"output_dir '{OUTPUT_DIR}' is a file, not a folder")
     DATASET = resolve_dataset(config["dataset"])
     DIRECTIONS = select_directions(
         DATASET.directions(),
-        src_langs=config["directions"]["src_langs"],
-        tgt_langs=config["directions"]["tgt_langs"],
-        names=config["directions"]["list"],
+        src_filter=config["directions"]["src_langs"],
+        tgt_filter=config["directions"]["tgt_langs"],
+        directions=config["directions"]["list"],
+    )
+    DATASET.check_files(
+        DIRECTIONS, Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
     )
 except ConfigError as error:
     raise WorkflowError(f"bouquet-eval: {error}") from None
 
-OUTPUT_DIR = expand_path(config["output_dir"])
+SECRETS = known_secrets(config)
+# Jobs run in other processes; they inherit the command line of the run for the manifest.
+os.environ.setdefault(
+    COMMAND_ENVIRONMENT_VARIABLE, json.dumps(redact_command(sys.argv, SECRETS))
+)
+if workflow.is_main_process:
+    for location in literal_secrets(config):
+        print(
+            f"bouquet-eval: warning: the configuration holds a literal value at '{location}'. "
+            "Snakemake copies the configuration into the job scripts it writes under "
+            ".snakemake/scripts/, which a killed run leaves behind: keep secrets in environment "
+            "variables and name them in a setting ending in _env (see config/README.md).",
+            file=sys.stderr,
+        )
+
 MODELS = {model["name"]: model for model in config["models"]}
+STALE_OUTPUTS = []
+"""Existing outputs found not current while planning (reported once the rules are built)."""
 
 
 # Paths are plain strings below: Snakemake handles many thousands of them at this scale.
@@ -54,7 +100,7 @@ def model_dir(model):
 
 
 def rule_name(stage, model, shard):
-    return f"{stage}_{re.sub(r'[^A-Za-z0-9]', '_', model['name'])}_{shard}"
+    return f"{stage}_{job_name(model['name'])}_{shard}"
 
 
 def model_shards(model):
@@ -69,6 +115,10 @@ def scored_file(model, direction):
     return f"{model_dir(model)}/{direction}.scored.parquet"
 
 
+def dataset_files(directions):
+    return [str(DATASET.file(direction)) for direction in directions]
+
+
 def all_translations():
     return [translation_file(m, d) for m in MODELS.values() for d in DIRECTIONS]
 
@@ -81,37 +131,105 @@ def all_aggregates():
     return [
         f"{model_dir(m)}/{name}"
         for m in MODELS.values()
-        for name in (
-            "scores.csv",
-            "summary.csv",
-            "timing.csv",
-            "scored_rows.parquet",
-            "manifest.json",
-        )
+        for name in (*AGGREGATES, "manifest.json")
     ]
+
+
+def translated_in_place(model):
+    """Translations brought by the user that already sit in the model's output folder: they
+    are scored where they are, and no job writes them."""
+    folder = provided_folder(model)
+    return folder is not None and folder.resolve() == Path(model_dir(model)).resolve()
+
+
+def check_provided(model):
+    """Every selected direction has a file; files of directions the dataset lacks are named."""
+    folder = provided_folder(model)
+    if folder is None:
+        return
+    missing = [
+        str(folder / f"{d}.jsonl")
+        for d in DIRECTIONS
+        if not (folder / f"{d}.jsonl").is_file()
+    ]
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise WorkflowError(
+            f"bouquet-eval: model '{model['name']}' (translator: provided, path: {folder}): "
+            f"no translations for {len(missing)} selected direction(s): {shown}"
+        )
+    known = {direction.name for direction in DATASET.directions()}
+    for path in sorted(folder.glob("*.jsonl")):
+        if path.name.removesuffix(".jsonl") not in known:
+            print(
+                f"bouquet-eval: warning: {path} is not a direction of the dataset; it is ignored",
+                file=sys.stderr,
+            )
+
+
+for model in MODELS.values():
+    check_provided(model)
 
 
 def provided_translations(model, directions):
     """Translations brought by the user are inputs: a changed file is taken again."""
-    if model["translator"] != "provided":
+    folder = provided_folder(model)
+    if folder is None:
         return []
-    folder = expand_path(model["path"])
     return [str(folder / f"{direction}.jsonl") for direction in directions]
 
 
-# The conda environment of each family of jobs (envs/), for --sdm conda.
-TRANSLATOR_ENVIRONMENTS = {
-    "openai": "api",
-    "vllm": "vllm",
-    "nllb": "hf",
-    "madlad": "hf",
-    "aya": "hf",
-}
+def planned_stamp(model, job, outputs):
+    """The job's stamp input, rewritten when one of its existing outputs is not current."""
+    stamp = stamp_path(Path(model_dir(model)), job)
+    if workflow.is_main_process:
+        STALE_OUTPUTS.extend(check_job(stamp, outputs))
+    return stamp_input(stamp)
+
+
+def translation_stamp(model, shard, directions):
+    folder = provided_folder(model)
+    settings = translation_settings(model, config["limit"])
+    outputs = [
+        translation_output(
+            Path(model_dir(model)),
+            direction,
+            settings,
+            DATASET.file(direction),
+            None if folder is None else folder / f"{direction}.jsonl",
+            SECRETS,
+        )
+        for direction in directions
+    ]
+    return planned_stamp(model, f"translate-{shard}", outputs)
+
+
+def score_stamp(model, shard, directions):
+    settings = score_settings(config["metrics"], config)
+    outputs = [
+        scored_output(Path(model_dir(model)), d, settings, DATASET.file(d), SECRETS)
+        for d in directions
+    ]
+    return planned_stamp(model, f"score-{shard}", outputs)
+
+
+def aggregate_stamp(wildcards):
+    """Evaluated while Snakemake builds its plan, after the other stamps were reported."""
+    model = MODELS[wildcards.model]
+    stale_before = len(STALE_OUTPUTS)
+    outputs = aggregate_outputs(Path(model_dir(model)), DIRECTIONS, config, SECRETS)
+    stamp = planned_stamp(model, "aggregate", outputs)
+    if len(STALE_OUTPUTS) > stale_before:
+        print(
+            f"bouquet-eval: {describe(STALE_OUTPUTS[stale_before:])}", file=sys.stderr
+        )
+    return stamp
 
 
 def translator_environment(model):
-    name = TRANSLATOR_ENVIRONMENTS.get(model["translator"], "workflow")
-    return str(REPOSITORY / "envs" / f"{name}.yaml")
+    return str(REPOSITORY / "envs" / f"{model_environment(model)}.yaml")
 
 
 def score_environment():
@@ -159,10 +277,9 @@ def scored_files_of_model(wildcards):
 
 def translation_digest(model):
     """Changes when anything that decides the model's translations changes."""
-    return settings_digest(
-        {
-            "model": model_settings(model),
-            "limit": config["limit"],
-            "dataset": DATASET.identity,
-        }
-    )
+    return settings_digest(translation_settings(model, config["limit"]), SECRETS)
+
+
+def report_stale_outputs():
+    if STALE_OUTPUTS:
+        print(f"bouquet-eval: {describe(STALE_OUTPUTS)}", file=sys.stderr)

@@ -1,4 +1,5 @@
-# Scoring follows the shards of translation, so that a metric model loads once per job.
+# Scoring follows the shards of translation, so that a metric model loads once per job. The
+# dataset's files are inputs too: translations are checked against them before scoring.
 for model in MODELS.values():
     for shard, directions in model_shards(model).items():
 
@@ -6,7 +7,9 @@ for model in MODELS.values():
             name:
                 rule_name("score", model, shard)
             input:
-                [translation_file(model, direction) for direction in directions],
+                translations=[translation_file(model, d) for d in directions],
+                dataset=dataset_files(directions),
+                stamp=score_stamp(model, shard, directions),
             output:
                 [update(scored_file(model, direction)) for direction in directions],
             log:

@@ -1,15 +1,19 @@
 # One job per model and shard: the translator is loaded once and translates every direction
-# of its shard that is not up to date. Outputs are update() so that Snakemake keeps the
-# finished directions of a shard when it reruns for a missing one.
+# of its shard that is not current. Outputs are update() so that Snakemake keeps the finished
+# directions of a shard when it reruns for a missing one; whether a kept output is current is
+# decided from its provenance record (see translation_stamp in common.smk).
 for model in MODELS.values():
+    if translated_in_place(model):
+        continue
     for shard, directions in model_shards(model).items():
 
         rule:
             name:
                 rule_name("translate", model, shard)
             input:
-                [str(DATASET.file(direction)) for direction in directions],
+                dataset_files(directions),
                 provided_translations(model, directions),
+                translation_stamp(model, shard, directions),
             output:
                 [update(translation_file(model, direction)) for direction in directions],
             log:

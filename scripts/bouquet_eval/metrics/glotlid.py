@@ -40,6 +40,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from bouquet_eval.languages import LanguageCode
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "cis-lmu/glotlid/model_v3.bin"
@@ -80,7 +82,6 @@ EOS = "</s>"
 _FASTTEXT_SEPARATORS = re.compile("[ \t\n\r\v\f\0]+")
 # fastText's predict reports exp(log(p + 1e-5)) for a probability p.
 _PREDICT_OFFSET = 1e-5
-_VARIETY = re.compile(r"([a-z]{2,3}_[A-Z][a-z]{3})_\w+")
 _HUB_FILE = re.compile(r"(?P<repo_id>[\w.-]+/[\w.-]+)/(?P<filename>[\w.-]+(?:/[\w.-]+)*)")
 
 
@@ -92,8 +93,7 @@ def glotlid_label(code: str) -> str:
     """
     if code in REMAP:
         return REMAP[code]
-    variety = _VARIETY.fullmatch(code)
-    base = variety.group(1) if variety else code
+    base = LanguageCode.parse(code).base
     return REMAP.get(base, base)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from bouquet_eval.devices import resolve_device, resolve_dtype
+from bouquet_eval.languages import LanguageCode
 
 if TYPE_CHECKING:
     import torch
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 DTYPES = ("float32", "bfloat16", "float16")
-_BOUQUET_CODE = re.compile(r"^([a-z]{3})_([A-Z][a-z]{3})(?:_[a-z]{4}[0-9]{4})?$")
 
 # BOUQuET codes that NLLB-200 spells differently. Everything else is used as it is, without
 # its glottocode (NLLB has one Portuguese, `por_Latn`, and one Twi, `twi_Latn`).
@@ -135,10 +135,8 @@ class LanguagePair(Protocol):
 
 def split_code(code: str) -> tuple[str, str]:
     """(ISO 639-3 language, ISO 15924 script) of a BOUQuET code; the glottocode is dropped."""
-    match = _BOUQUET_CODE.match(code)
-    if match is None:
-        raise ValueError(f"'{code}' is not a BOUQuET language code such as 'por_Latn_braz1246'")
-    return match.group(1), match.group(2)
+    parsed = LanguageCode.parse(code)
+    return parsed.language, parsed.script
 
 
 def nllb_code(code: str) -> str:

@@ -1,0 +1,72 @@
+"""Deciding at every run which existing outputs are current, and telling Snakemake.
+
+Snakemake plans from missing files, modification times and its own metadata. That misses what
+only a content check sees: an output that Snakemake restored after its job failed (a fresh
+modification time on old content), a file cut short or edited by hand, an input whose content
+changed while the output still looks newer. So each run checks every existing output of a
+job (`ResumableOutput.stale_reason`); when one is not current it rewrites the job's *stamp*, a
+small file that is an input of the job, with new content. Snakemake then plans the job
+("updated input files"); the job rebuilds exactly the outputs that are not current, from a
+verified cached copy or by recomputing them, and leaves the others alone.
+
+A job gets its stamp as an input from the first time one of its outputs was found stale, and
+keeps it: a stamp that is left alone changes nothing, one that comes and goes would.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bouquet_eval.io import write_json
+from bouquet_eval.provenance import ResumableOutput
+
+STAMPS = Path(".provenance") / "jobs"
+"""Under a model's output folder: one stamp per job."""
+
+
+@dataclass(frozen=True)
+class StaleOutput:
+    path: Path
+    reason: str
+
+
+def stamp_path(model_dir: Path, job: str) -> Path:
+    return model_dir / STAMPS / f"{job}.json"
+
+
+def check_job(stamp: Path, outputs: Iterable[ResumableOutput]) -> list[StaleOutput]:
+    """The job's existing outputs that are not current; the stamp is rewritten if there are any.
+
+    Missing outputs are Snakemake's to notice.
+    """
+    stale = [
+        StaleOutput(output.path, reason)
+        for output in outputs
+        if output.path.exists() and (reason := output.stale_reason()) is not None
+    ]
+    if stale:
+        write_json(
+            stamp,
+            {
+                "noticed_ns": time.time_ns(),
+                "stale": {str(item.path): item.reason for item in stale},
+            },
+        )
+    return stale
+
+
+def stamp_input(stamp: Path) -> list[str]:
+    """The job's stamp as a list of inputs: empty until a stamp was first needed."""
+    return [str(stamp)] if stamp.is_file() else []
+
+
+def describe(stale: list[StaleOutput], shown: int = 10) -> str:
+    """A message for the person running the workflow."""
+    lines = [f"{len(stale)} existing output(s) are not current and will be rebuilt:"]
+    lines += [f"  {item.path}: {item.reason}" for item in stale[:shown]]
+    if len(stale) > shown:
+        lines.append(f"  ... and {len(stale) - shown} more")
+    return "\n".join(lines)

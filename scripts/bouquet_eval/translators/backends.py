@@ -1,0 +1,316 @@
+"""The built-in translators, one record each: the single source of truth about them.
+
+A model entry of the configuration names its translator and, for a built-in one, carries the
+translator's settings beside `name` and `translator`. Everything about a built-in translator
+follows from its `Backend` record here:
+- the configuration schema of its entries (`model_entry_schema`: which settings, their types
+  and defaults, which are required);
+- which settings only change speed (`operational`), so that changing them makes nothing stale;
+- the environment its jobs need (`environment`: envs/<name>.yaml), and how many GPUs;
+- what a translate job hands it besides its settings (`request_cache`, `takes_limit`).
+tests/test_backends.py checks each record against its translator's constructor (same names,
+same defaults) and against config/README.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+_REQUIRED = "<required>"
+
+_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_SPEC_PATTERN = "^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
+_DEVICE_PATTERN = "^(auto|cpu|cuda(:[0-9]+)?)$"
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a built-in translator."""
+
+    schema: Mapping[str, Any]
+    """JSON Schema of its value."""
+    default: Any = _REQUIRED
+    """The value used when the entry leaves it out; `_REQUIRED` when it may not."""
+    operational: bool = False
+    """It changes how fast translations come, not what they are."""
+
+    @property
+    def required(self) -> bool:
+        return self.default == _REQUIRED
+
+
+def _setting(schema: Mapping[str, Any], default: Any = _REQUIRED, operational: bool = False):
+    return Setting(MappingProxyType(dict(schema)), default, operational)
+
+
+@dataclass(frozen=True)
+class Backend:
+    factory: str
+    """"package.module:Name" of the class built with the entry's settings."""
+    settings: Mapping[str, Setting] = field(default_factory=dict)
+    prompt_fn: str | None = None
+    """Its own prompt function unless the entry names one; None: the default template."""
+    takes_prompts: bool = True
+    """False for translators that read whole rows (no prompt function applies)."""
+    environment: str = "workflow"
+    """The software environment of its jobs: envs/<environment>.yaml."""
+    gpus_setting: str | None = None
+    """The setting that says how many GPUs a job needs; None: `default_gpus`."""
+    default_gpus: int = 0
+    """GPUs when no setting says; 0 as well whenever its `device` setting is `cpu`."""
+    request_cache: bool = False
+    """Its job hands it a folder where every paid answer is kept as it arrives."""
+    takes_limit: bool = False
+    """Its job hands it the run's `limit` (sentences per direction)."""
+    hub_model: bool = False
+    """Its `model` (at `revision`) is a Hugging Face hub id or a local folder of weights."""
+    internal: tuple[str, ...] = ()
+    """Arguments of its class that no configuration sets (their defaults apply)."""
+
+    @property
+    def operational(self) -> tuple[str, ...]:
+        return tuple(name for name, setting in self.settings.items() if setting.operational)
+
+    def defaults(self) -> dict[str, Any]:
+        return {
+            name: setting.default for name, setting in self.settings.items() if not setting.required
+        }
+
+    def gpus(self, settings: Mapping[str, Any]) -> int:
+        if self.gpus_setting is not None:
+            return int(settings.get(self.gpus_setting, self.settings[self.gpus_setting].default))
+        if settings.get("device") == "cpu":
+            return 0
+        return self.default_gpus
+
+
+_STRING = {"type": "string", "minLength": 1}
+_OPTIONAL_STRING = {"type": ["string", "null"]}
+_MODEL = {**_STRING, "description": "Hub id or local directory of the model."}
+_REVISION = {**_OPTIONAL_STRING, "description": "Hub revision (a commit for reproducibility)."}
+_DTYPE = {"type": "string", "enum": list(DTYPES)}
+_GENERATION = {
+    "temperature": _setting({"type": "number", "minimum": 0}, 0.0),
+    "seed": _setting({"type": ["integer", "null"]}, 0),
+    "system_prompt": _setting(_OPTIONAL_STRING, None),
+}
+_SEQ2SEQ_SETTINGS = {
+    "model": _setting(_MODEL),
+    "revision": _setting(_REVISION, None),
+    "device": _setting({"type": "string", "pattern": _DEVICE_PATTERN}, "auto", operational=True),
+    "dtype": _setting(_DTYPE, "auto"),
+    "batch_size": _setting({"type": "integer", "minimum": 1}, 16, operational=True),
+    "num_beams": _setting({"type": "integer", "minimum": 1}, 1),
+    "max_new_tokens": _setting({"type": "integer", "minimum": 1}, 256),
+}
+_SEQ2SEQ = "bouquet_eval.translators.hf_seq2seq"
+
+BACKENDS: Mapping[str, Backend] = MappingProxyType(
+    {
+        "copy-source": Backend("bouquet_eval.translators.bounds:CopySource", takes_prompts=False),
+        "reference": Backend("bouquet_eval.translators.bounds:Reference", takes_prompts=False),
+        "provided": Backend(
+            "bouquet_eval.translators.provided:ProvidedTranslations",
+            {"path": _setting(_STRING)},
+            takes_prompts=False,
+            takes_limit=True,
+        ),
+        "openai": Backend(
+            "bouquet_eval.translators.openai_chat:OpenAIChatTranslator",
+            {
+                "model": _setting({**_STRING, "description": "The served model's name."}),
+                "base_url": _setting(_OPTIONAL_STRING, None),
+                "api_key_env": _setting(
+                    {"type": ["string", "null"], "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                    "OPENAI_API_KEY",
+                    operational=True,
+                ),
+                "max_tokens": _setting({"type": ["integer", "null"], "minimum": 1}, None),
+                **_GENERATION,
+                "extra_body": _setting({"type": ["object", "null"]}, None),
+                "concurrency": _setting({"type": "integer", "minimum": 1}, 16, operational=True),
+                "timeout": _setting(
+                    {"type": "number", "exclusiveMinimum": 0}, 60.0, operational=True
+                ),
+                "max_retries": _setting({"type": "integer", "minimum": 0}, 6, operational=True),
+            },
+            environment="api",
+            request_cache=True,
+            # Tests shorten the wait between attempts; a run waits as the server asks.
+            internal=("retry_backoff",),
+        ),
+        "vllm": Backend(
+            "bouquet_eval.translators.vllm_offline:VLLMTranslator",
+            {
+                "model": _setting(_MODEL),
+                "revision": _setting(_REVISION, None),
+                "tensor_parallel_size": _setting({"type": "integer", "minimum": 1}, 1),
+                "dtype": _setting(_DTYPE, "auto"),
+                "max_model_len": _setting({"type": ["integer", "null"], "minimum": 1}, None),
+                "gpu_memory_utilization": _setting(
+                    {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, 0.9, operational=True
+                ),
+                "max_tokens": _setting({"type": "integer", "minimum": 1}, 512),
+                **_GENERATION,
+                "deterministic": _setting({"type": "boolean"}, False),
+                "engine_args": _setting({"type": ["object", "null"]}, None),
+            },
+            environment="vllm",
+            gpus_setting="tensor_parallel_size",
+            hub_model=True,
+        ),
+        "nllb": Backend(
+            f"{_SEQ2SEQ}:NLLBTranslator",
+            _SEQ2SEQ_SETTINGS,
+            prompt_fn=f"{_SEQ2SEQ}:nllb_prompt",
+            environment="hf",
+            default_gpus=1,
+            hub_model=True,
+        ),
+        "madlad": Backend(
+            f"{_SEQ2SEQ}:MadladTranslator",
+            _SEQ2SEQ_SETTINGS,
+            prompt_fn=f"{_SEQ2SEQ}:madlad_prompt",
+            environment="hf",
+            default_gpus=1,
+            hub_model=True,
+        ),
+        "aya": Backend(
+            f"{_SEQ2SEQ}:AyaTranslator",
+            {
+                **_SEQ2SEQ_SETTINGS,
+                "allow_untrained_languages": _setting({"type": "boolean"}, False),
+            },
+            environment="hf",
+            default_gpus=1,
+            hub_model=True,
+        ),
+    }
+)
+
+ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "name": {
+            "description": "Names the output folder <output_dir>/<name>/.",
+            "type": "string",
+            "pattern": _NAME_PATTERN,
+        },
+        "translator": {
+            "description": (
+                f"A built-in translator ({', '.join(BACKENDS)}) whose settings sit beside it "
+                'in the entry, or "package.module:Name", a class or factory called with '
+                "translator_kwargs."
+            ),
+            "type": "string",
+            "anyOf": [{"enum": list(BACKENDS)}, {"pattern": _SPEC_PATTERN}],
+        },
+        "translator_kwargs": {
+            "description": "Keyword arguments of a translator of your own.",
+            "type": "object",
+        },
+        "prompt_fn": {
+            "description": (
+                '"package.module:name" of a function (src_lang, tgt_lang, src_text) -> prompt, '
+                "or of a factory returning one when prompt_kwargs is given."
+            ),
+            "type": ["string", "null"],
+            "pattern": _SPEC_PATTERN,
+        },
+        "prompt_kwargs": {"type": ["object", "null"]},
+        "shards": {
+            "description": "Overrides the top-level `shards` for this model.",
+            "$ref": "#/$defs/shards",
+        },
+        "gpus": {
+            "description": "GPUs one translate job of this model needs (default: by translator).",
+            "type": "integer",
+            "minimum": 0,
+        },
+    }
+)
+"""The keys of a model entry that are the entry's own, whatever its translator."""
+
+_PROMPT_KEYS = ("prompt_fn", "prompt_kwargs")
+_CUSTOM_KEYS = ("translator_kwargs", *_PROMPT_KEYS)
+
+
+def model_entry_schema() -> dict[str, Any]:
+    """JSON Schema of a model entry, built from ENTRY_PROPERTIES and BACKENDS.
+
+    An entry may hold only its own translator's settings; defaults are part of the schema, so
+    that validation writes them into the entry and every setting is on record.
+    """
+    own_keys = [key for key in ENTRY_PROPERTIES if key not in _CUSTOM_KEYS]
+    branches = []
+    for name, backend in BACKENDS.items():
+        allowed = [*own_keys, *(_PROMPT_KEYS if backend.takes_prompts else ()), *backend.settings]
+        branches.append(
+            {
+                "if": {"properties": {"translator": {"const": name}}},
+                "then": {
+                    "required": [key for key, s in backend.settings.items() if s.required],
+                    "properties": {
+                        key: {
+                            **setting.schema,
+                            **({} if setting.required else {"default": setting.default}),
+                        }
+                        for key, setting in backend.settings.items()
+                    },
+                    "propertyNames": {"enum": allowed},
+                },
+            }
+        )
+    branches.append(
+        {
+            "if": {"properties": {"translator": {"pattern": ":"}}},
+            "then": {"propertyNames": {"enum": [*own_keys, *_CUSTOM_KEYS]}},
+        }
+    )
+    every_setting = {key for backend in BACKENDS.values() for key in backend.settings}
+    return {
+        "type": "object",
+        "required": ["name", "translator"],
+        "properties": {
+            **{key: dict(value) for key, value in ENTRY_PROPERTIES.items()},
+            # Typed in the branch of the translator they belong to.
+            **{key: {} for key in sorted(every_setting)},
+        },
+        "additionalProperties": False,
+        "allOf": branches,
+    }
+
+
+def backend_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """A built-in translator's settings: the entry's keys that are not the entry's own."""
+    return {key: value for key, value in model.items() if key not in ENTRY_PROPERTIES}
+
+
+def translator_arguments(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What the translator of a model entry is built with (besides its job context)."""
+    if model["translator"] in BACKENDS:
+        return backend_settings(model)
+    return dict(model.get("translator_kwargs") or {})
+
+
+def prompt_fn_spec(model: Mapping[str, Any]) -> str | None:
+    """The prompt function of a model entry: its own, its backend's, or None for the default."""
+    backend = BACKENDS.get(model["translator"])
+    return model.get("prompt_fn") or (backend.prompt_fn if backend else None)
+
+
+def model_gpus(model: Mapping[str, Any]) -> int:
+    """GPUs one translate job of this model asks for."""
+    if model.get("gpus") is not None:
+        return int(model["gpus"])
+    backend = BACKENDS.get(model["translator"])
+    return backend.gpus(backend_settings(model)) if backend else 0
+
+
+def model_environment(model: Mapping[str, Any]) -> str:
+    """The software environment (envs/<name>.yaml) of the model's translate jobs."""
+    backend = BACKENDS.get(model["translator"])
+    return backend.environment if backend else "workflow"

@@ -1,0 +1,39 @@
+"""Test plugins that fail on demand, for the tests of failures and reruns.
+
+A fault is switched on by creating the file that $FAULT_FLAG names, and off by deleting it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fault_on() -> bool:
+    flag = os.environ.get("FAULT_FLAG")
+    return bool(flag) and Path(flag).exists()
+
+
+class FlakyMetric:
+    """Each translation's length; fails while the fault is on."""
+
+    name = "flaky"
+    columns = ("length",)
+
+    def signature(self) -> str:
+        return "length|v1"
+
+    def score(self, rows):
+        if fault_on():
+            raise RuntimeError("simulated scoring failure")
+        return {"length": [float(len(text)) for text in rows["mt_text"]]}
+
+
+class EchoTranslator:
+    """Returns each prompt's last line; takes any keyword arguments (settings and secrets)."""
+
+    def __init__(self, **settings) -> None:
+        self.settings = settings
+
+    def translate(self, prompts: list[str]) -> list[str]:
+        return [prompt.splitlines()[-1] for prompt in prompts]

@@ -1,0 +1,96 @@
+"""Crashes lose nothing: the whole Snakemake process group is killed (SIGKILL) at several
+points of a run, the same command is run again each time, and the outputs end byte-equal to
+those of a run that was never interrupted, with no direction translated more than twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from .conftest import PLUGINS, SNAKEFILE, Workflow, python_path
+from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
+
+DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:8]]
+# Outputs whose bytes must not depend on interruptions (the manifest and timing hold times).
+COMPARED = ("*.jsonl", "*.scored.parquet", "scores.csv", "summary.csv", "scored_rows.parquet")
+
+
+def crash_config(dataset: Path, record: Path) -> dict:
+    model = recording_model("rec", record, direction_seconds=0.3)
+    return bounds_config(dataset, shards=2, directions={"list": DIRECTIONS}, models=[model])
+
+
+def outputs(workdir: Path) -> dict[str, bytes]:
+    folder = workdir / "runs" / "rec"
+    return {path.name: path.read_bytes() for pattern in COMPARED for path in folder.glob(pattern)}
+
+
+def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 180) -> bool:
+    """Start the workflow as a user would, kill its process group once `condition` holds.
+
+    Returns whether it was killed (False: the run ended first).
+    """
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE),
+        "--directory", str(workflow.workdir), "--cores", "2",
+        "--configfile", str(workflow.config_path),
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": python_path(PLUGINS)}
+    process = subprocess.Popen(
+        command,
+        cwd=workflow.workdir.parent,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + limit
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if condition():
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return True
+            time.sleep(0.05)
+        assert process.poll() is not None, "the run neither ended nor reached the kill point"
+        return False
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: Path) -> None:
+    reference = Workflow(tmp_path / "uninterrupted")
+    reference.workdir.mkdir()
+    reference.write_config(crash_config(dataset, tmp_path / "reference-record.txt"))
+    reference.run()
+    expected = outputs(reference.workdir)
+    assert len(expected) == 2 * len(DIRECTIONS) + 3
+
+    record = workflow.workdir / "record.txt"
+    workflow.write_config(crash_config(dataset, record))
+    folder = workflow.workdir / "runs" / "rec"
+    kill_points = [
+        # In the middle of translating, twice.
+        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 2,
+        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 6,
+        # While scoring, and while aggregating.
+        lambda: any(folder.glob("*.scored.parquet")),
+        lambda: (workflow.workdir / "logs" / "rec" / "aggregate.log").exists(),
+    ]
+    killed = [run_until(workflow, point) for point in kill_points]
+    assert killed[0], "the first kill point is reached in every run"
+    final = workflow.run()
+    assert final.returncode == 0
+    assert outputs(workflow.workdir) == expected
+    translated = Counter(line for line in recorded(record) if line != "LOAD")
+    assert set(translated) == set(DIRECTIONS)
+    assert max(translated.values()) <= 2, translated
+    assert "Nothing to be done" in workflow.run("--dry-run").stdout
