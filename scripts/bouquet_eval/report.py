@@ -38,8 +38,13 @@ ANNOTATED_LANGUAGES = 24
 INCH_PER_LANGUAGE = {True: 0.5, False: 0.16}
 # The colour scale of a metric with a fixed range covers that range, so that heatmaps of
 # different models can be compared by eye.
-SCALE_RANGES = {"chrfpp": (0, 100), "bleu": (0, 100), "metricx": (0, 25),
-                "glotlid_score": (0, 1), COMPOSITE: (0, 1)}  # fmt: skip
+SCALE_RANGES = {
+    "chrfpp": (0, 100),
+    "bleu": (0, 100),
+    "metricx": (0, 25),
+    "glotlid_score": (0, 1),
+    COMPOSITE: (0, 1),
+}
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -91,8 +96,9 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     # One colour scale for "better" whatever the metric's direction: bright is good.
     colours = "viridis_r" if column in lower else "viridis"
     low, high = SCALE_RANGES.get(column, (None, None))
-    image = axes.imshow(np.ma.masked_invalid(matrix), cmap=colours, aspect="equal", vmin=low,
-                        vmax=high)  # fmt: skip
+    image = axes.imshow(
+        np.ma.masked_invalid(matrix), cmap=colours, aspect="equal", vmin=low, vmax=high
+    )
     axes.set_facecolor("#eeeeee")
     font = 8 if annotated else max(3.0, 8 - len(languages) / 40)
     axes.set_xticks(range(len(languages)), languages, rotation=90, fontsize=font)
@@ -104,8 +110,15 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
         scale = float(np.nanmax(np.abs(matrix), initial=0))
         for (row, col), value in np.ndenumerate(matrix):
             if not np.isnan(value):
-                axes.text(col, row, format_score(value, scale), ha="center", va="center",
-                          fontsize=7, color="white")  # fmt: skip
+                axes.text(
+                    col,
+                    row,
+                    format_score(value, scale),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                )
     figure.colorbar(image, ax=axes, shrink=0.6, label=column)
     return figure
 
@@ -149,10 +162,22 @@ def distributions(
     axes = figure.add_subplot()
     shown = [(i, v) for i, v in enumerate(values) if v.size]
     if shown:
-        axes.violinplot([v for _, v in shown], [i for i, _ in shown], orientation="horizontal",
-                        showmedians=True, showextrema=True)  # fmt: skip
-        axes.scatter([v.mean() for _, v in shown], [i for i, _ in shown], marker="D", s=18,
-                     color="black", zorder=3, label="mean")  # fmt: skip
+        axes.violinplot(
+            [v for _, v in shown],
+            [i for i, _ in shown],
+            orientation="horizontal",
+            showmedians=True,
+            showextrema=True,
+        )
+        axes.scatter(
+            [v.mean() for _, v in shown],
+            [i for i, _ in shown],
+            marker="D",
+            s=18,
+            color="black",
+            zorder=3,
+            label="mean",
+        )
         axes.legend(loc="lower right")
     axes.set_yticks(range(len(names)), names)
     axes.set_ylim(len(names) - 0.5, -0.5)
@@ -173,8 +198,14 @@ def comparison(
     figure = _figure(7.5, max(2.5, 0.6 * len(others) + 1.5))
     axes = figure.add_subplot()
     if best is None or others.empty:
-        axes.text(0.5, 0.5, "Only one ranked model: nothing to compare.", ha="center",
-                  va="center", transform=axes.transAxes)  # fmt: skip
+        axes.text(
+            0.5,
+            0.5,
+            "Only one ranked model: nothing to compare.",
+            ha="center",
+            va="center",
+            transform=axes.transAxes,
+        )
         axes.set_axis_off()
         return figure
     base = scores_by_model[best].set_index(GROUP_COLUMNS)[primary]
@@ -216,12 +247,23 @@ def timing_figure(timing_by_model: Mapping[str, pd.DataFrame], gpus: Mapping[str
         values = [_finite(tables[name][panel]) for name in names]
         shown = [(i, v) for i, v in enumerate(values) if v.size]
         if shown:
-            axes.boxplot([v for _, v in shown], positions=[i for i, _ in shown],
-                         orientation="horizontal", widths=0.5)  # fmt: skip
+            axes.boxplot(
+                [v for _, v in shown],
+                positions=[i for i, _ in shown],
+                orientation="horizontal",
+                widths=0.5,
+            )
         for i, v in enumerate(values):
             if not v.size:
-                axes.text(0.02, i, "not recorded", va="center", fontsize=7, color="grey",
-                          transform=axes.get_yaxis_transform())  # fmt: skip
+                axes.text(
+                    0.02,
+                    i,
+                    "not recorded",
+                    va="center",
+                    fontsize=7,
+                    color="grey",
+                    transform=axes.get_yaxis_transform(),
+                )
         axes.set_yticks(range(len(names)), names if number == 1 else [""] * len(names))
         axes.set_ylim(len(names) - 0.5, -0.5)
         axes.set_xlabel(f"{panel} per direction")

@@ -88,12 +88,12 @@ def write_archive(folder: Path, archive: Path) -> None:
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         return info
 
-    with atomic_path(archive) as temporary:
-        with (
-            open(temporary, "wb") as raw,
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed,
-            tarfile.open(fileobj=compressed, mode="w") as tar,
-        ):
-            tar.add(folder, arcname=folder.name, recursive=False, filter=normalised)
-            for path in sorted(folder.iterdir()):
-                tar.add(path, arcname=f"{folder.name}/{path.name}", filter=normalised)
+    with (
+        atomic_path(archive) as temporary,
+        open(temporary, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed,
+        tarfile.open(fileobj=compressed, mode="w") as tar,
+    ):
+        tar.add(folder, arcname=folder.name, recursive=False, filter=normalised)
+        for path in sorted(folder.iterdir()):
+            tar.add(path, arcname=f"{folder.name}/{path.name}", filter=normalised)

@@ -56,7 +56,10 @@ VERIFICATION_COLUMNS = [
 
 
 def claimed_directions(scores: pd.DataFrame) -> list[Direction]:
-    return [Direction(str(s), str(t)) for s, t in zip(scores["src_lang"], scores["tgt_lang"])]
+    return [
+        Direction(str(s), str(t))
+        for s, t in zip(scores["src_lang"], scores["tgt_lang"], strict=True)
+    ]
 
 
 def read_claim(path: Path) -> pd.DataFrame:
@@ -96,7 +99,9 @@ def rescore(
         )
         scored.append(score_rows(frame, metrics))
         log.info("[%d/%d] %s rescored", position, len(directions), direction)
-    return direction_scores(pd.concat(scored, ignore_index=True), metric_columns(metrics), resampling)
+    return direction_scores(
+        pd.concat(scored, ignore_index=True), metric_columns(metrics), resampling
+    )
 
 
 def compared_columns(frame: pd.DataFrame) -> list[str]:
@@ -132,8 +137,9 @@ def compare_scores(
                     "recomputed": value,
                     "difference": value - claim,
                     "tolerance": tolerance,
-                    "status": _status(claim, value, tolerance, column in claimed,
-                                      column in recomputed_columns),  # fmt: skip
+                    "status": _status(
+                        claim, value, tolerance, column in claimed, column in recomputed_columns
+                    ),
                 }
             )
     return pd.DataFrame.from_records(records, columns=VERIFICATION_COLUMNS)

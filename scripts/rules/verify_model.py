@@ -31,9 +31,7 @@ with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GP
         load_metrics(snakemake.params.metrics, config),
         Resampling(**config["statistics"]),
     )
-    verification = compare_scores(
-        claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance}
-    )
+    verification = compare_scores(claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance})
     write_csv(output, verification)
     log.info(
         "%d values compared, %d differ: %s",
