@@ -65,7 +65,10 @@ def write_submission(
     entries = manifest.get("entries", [])
     if not entries:
         raise ValueError(f"{model_dir / 'manifest.json'} has no entries: run the workflow first")
-    folder.mkdir(parents=True, exist_ok=True)
+    # Only this run's files: a direction no longer evaluated must not linger.
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
     for name in ("scores.csv", "manifest.json", *(f"{d}.jsonl" for d in directions)):
         source = model_dir / name
         if not source.is_file():

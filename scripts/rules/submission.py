@@ -13,7 +13,7 @@ with job_logging(snakemake.log[0]) as log:
         snakemake.wildcards.model,
         Path(snakemake.input.scores).parent,
         [Direction.parse(name) for name in snakemake.params.directions],
-        Path(snakemake.output.folder),
+        Path(snakemake.output.checksums).parent,
         Path(snakemake.output.archive),
     )
-    log.info("submission written to %s and %s", snakemake.output.folder, snakemake.output.archive)
+    log.info("submission written to %s", snakemake.output.archive)

@@ -6,7 +6,9 @@ rule submission_model:
         manifest=OUTPUT_DIR / "{model}" / "manifest.json",
         translations=translations_of_model,
     output:
-        folder=directory(OUTPUT_DIR / "submission" / "{model}"),
+        # The folder's checksum list stands for the folder, which a directory() output would
+        # litter with Snakemake's timestamp file.
+        checksums=OUTPUT_DIR / "submission" / "{model}" / "SHA256SUMS",
         archive=OUTPUT_DIR / "submission" / "{model}.tar.gz",
     log:
         "logs/{model}/submission.log",
@@ -22,7 +24,7 @@ rule submission_model:
 
 rule submission:
     input:
-        [submission_folder(name) for name in MODELS],
+        [submission_folder(name) / "SHA256SUMS" for name in MODELS],
         [f"{submission_folder(name)}.tar.gz" for name in MODELS],
 
 
