@@ -96,9 +96,20 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     # One colour scale for "better" whatever the metric's direction: bright is good.
     colours = "viridis_r" if column in lower else "viridis"
     low, high = SCALE_RANGES.get(column, (None, None))
-    image = axes.imshow(
-        np.ma.masked_invalid(matrix), cmap=colours, aspect="equal", vmin=low, vmax=high
-    )
+    # One vector square per evaluated direction (an image would blur when zoomed into).
+    from matplotlib.collections import PolyCollection
+
+    cells = np.argwhere(np.isfinite(matrix))
+    squares = [
+        [(c - 0.5, r - 0.5), (c + 0.5, r - 0.5), (c + 0.5, r + 0.5), (c - 0.5, r + 0.5)]
+        for r, c in cells
+    ]
+    image = PolyCollection(squares, array=matrix[cells[:, 0], cells[:, 1]], cmap=colours)
+    image.set_clim(low, high)
+    axes.add_collection(image)
+    axes.set_xlim(-0.5, len(languages) - 0.5)
+    axes.set_ylim(len(languages) - 0.5, -0.5)
+    axes.set_aspect("equal")
     axes.set_facecolor("#eeeeee")
     font = 8 if annotated else max(3.0, 8 - len(languages) / 40)
     axes.set_xticks(range(len(languages)), languages, rotation=90, fontsize=font)
