@@ -20,7 +20,7 @@ import pandas as pd
 
 from bouquet_eval.aggregate import ENGLISH, GROUP_COLUMNS, write_csv
 from bouquet_eval.io import write_atomically
-from bouquet_eval.metrics import COMPOSITE, Metric
+from bouquet_eval.metrics import COMPOSITE, Metric, metric_columns
 from bouquet_eval.stats import (
     Resampling,
     macro_bootstrap_interval,
@@ -41,10 +41,10 @@ SIGNIFICANCE_LEVEL = 0.05
 ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
 
 
-def score_columns(metrics: Sequence[Metric], columns: Sequence[str]) -> list[str]:
-    """The metric columns that hold scores (`columns` from `metrics.metric_columns`)."""
+def score_columns(metrics: Sequence[Metric]) -> list[str]:
+    """The metrics' per-sentence columns that hold scores (labels left out), composite too."""
     labels = LABEL_COLUMNS | {c for m in metrics for c in getattr(m, "label_columns", ())}
-    return [column for column in columns if column not in labels]
+    return [column for column in metric_columns(metrics) if column not in labels]
 
 
 def lower_is_better_columns(metrics: Sequence[Metric]) -> frozenset[str]:

@@ -10,14 +10,14 @@ from bouquet_eval.leaderboard import (
     score_columns,
     write_leaderboard,
 )
-from bouquet_eval.metrics import load_metrics, metric_columns
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.stats import Resampling
 
 snakemake = globals()["snakemake"]
 
 with job_logging(snakemake.log[0]) as log:
     metrics = load_metrics(snakemake.params.metrics, snakemake.config)
-    columns = score_columns(metrics, metric_columns(metrics))
+    columns = score_columns(metrics)
     results = read_results(
         snakemake.params.models,
         [Path(path) for path in snakemake.input.scores],

@@ -7,7 +7,7 @@ import pandas as pd
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.jobs import job_logging
 from bouquet_eval.leaderboard import score_columns
-from bouquet_eval.metrics import load_metrics, metric_columns
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.mtme import export, needed_columns
 
 snakemake = globals()["snakemake"]
@@ -16,7 +16,7 @@ with job_logging(snakemake.log[0]) as log:
     config = snakemake.config
     models = snakemake.params.models
     metrics = load_metrics(snakemake.params.metrics, config)
-    columns = score_columns(metrics, metric_columns(metrics))
+    columns = score_columns(metrics)
     scores = {m: pd.read_csv(p) for m, p in zip(models, snakemake.input.scores, strict=True)}
     rows = {}
     for model, path in zip(models, snakemake.input.scored_rows, strict=True):

@@ -12,7 +12,7 @@ from bouquet_eval.leaderboard import (
     read_leaderboard,
     score_columns,
 )
-from bouquet_eval.metrics import load_metrics, metric_columns
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.provenance import redact
 from bouquet_eval.report import (
     comparison,
@@ -32,7 +32,7 @@ snakemake = globals()["snakemake"]
 with job_logging(snakemake.log[0]) as log:
     models = snakemake.params.models
     metrics = load_metrics(snakemake.params.metrics, snakemake.config)
-    columns = score_columns(metrics, metric_columns(metrics))
+    columns = score_columns(metrics)
     lower = set(lower_is_better_columns(metrics))
     folder = Path(snakemake.output.leaderboard).parent
     paths = figure_paths(folder, models, columns)
