@@ -149,7 +149,6 @@ def test_deleted_directions_are_recomputed_alone(workflow: Workflow, dataset: Pa
         **{f"score_rec_{name}": 1 for name in owning},
         "aggregate": 1,
         "leaderboard": 1,
-        "report_figures": 1,
         "all": 1,
     }
 

@@ -349,14 +349,3 @@ def write_leaderboard(
     write_csv(csv_path, board)
     text = markdown_table(board, lower_is_better)
     write_atomically(markdown_path, lambda t: t.write_text(text, encoding="utf-8"))
-
-
-def read_leaderboard(path: Path) -> pd.DataFrame:
-    """leaderboard.csv, with its primary metric recovered from the breakdown columns."""
-    board = pd.read_csv(path, keep_default_na=True)
-    board["note"] = board["note"].fillna("")
-    for column in ("rank", "cluster"):
-        board[column] = board[column].astype("Int64")
-    breakdown = [c for c in board.columns if c.endswith(f"_{ENGLISH_GROUPS[0]}")]
-    board.attrs["primary"] = breakdown[0].removesuffix(f"_{ENGLISH_GROUPS[0]}")
-    return board

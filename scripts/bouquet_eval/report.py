@@ -24,6 +24,7 @@ from bouquet_eval.leaderboard import (
     ENGLISH_GROUPS,
     MISSING,
     SIGNIFICANCE_LEVEL,
+    ModelResults,
     display_scales,
     format_score,
     metric_columns_of,
@@ -428,3 +429,30 @@ def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) ->
         "timing": folder / "timing.svg",
         "run": folder / "run.html",
     }
+
+
+def write_figures(
+    paths: dict[str, Any],
+    board: pd.DataFrame,
+    results: Sequence[ModelResults],
+    timing: Mapping[str, pd.DataFrame],
+    gpus: Mapping[str, int],
+    config: dict[str, Any],
+    manifests: Mapping[str, dict[str, Any]],
+    lower: set[str],
+) -> None:
+    """Every figure and page at its place in `paths` (see `figure_paths`)."""
+    scores = {r.name: r.scores for r in results}
+    # Models in leaderboard order, best first, in every figure.
+    ordered = [name for name in board["model"] if name in scores]
+    rows = {r.name: r.rows for r in results}
+    write_text(paths["leaderboard"], leaderboard_page(board, lower))
+    for (model, column), path in paths["heatmaps"].items():
+        write_svg(path, heatmap(scores[model], column, model, lower))
+    for (model, column), path in paths["languages"].items():
+        write_svg(path, language_bars(scores[model], column, model, lower))
+    for column, path in paths["distributions"].items():
+        write_svg(path, distributions({m: rows[m] for m in ordered}, column, lower))
+    write_svg(paths["comparison"], comparison(scores, board, lower))
+    write_svg(paths["timing"], timing_figure({m: timing[m] for m in ordered}, gpus))
+    write_text(paths["run"], run_page(config, manifests))

@@ -1,32 +1,15 @@
-# The leaderboard across models and the figures of the Snakemake report: both part of `all`.
+# The leaderboard across models and the figures of the Snakemake report, in one job (it
+# reads the scored rows once): part of `all`.
 rule leaderboard:
     input:
-        scores=model_files("scores.csv"),
-        scored_rows=model_files("scored_rows.parquet"),
-    output:
-        csv=OUTPUT_DIR / "leaderboard.csv",
-        markdown=OUTPUT_DIR / "leaderboard.md",
-    log:
-        "logs/leaderboard.log",
-    conda:
-        "../../envs/workflow.yaml"
-    params:
-        models=list(MODELS),
-        metrics=config["metrics"],
-        statistics=config["statistics"],
-    script:
-        "../../scripts/rules/leaderboard.py"
-
-
-rule report_figures:
-    input:
-        leaderboard=rules.leaderboard.output.csv,
         scores=model_files("scores.csv"),
         scored_rows=model_files("scored_rows.parquet"),
         timing=model_files("timing.csv"),
         manifests=model_files("manifest.json"),
     output:
-        leaderboard=report(
+        csv=OUTPUT_DIR / "leaderboard.csv",
+        markdown=OUTPUT_DIR / "leaderboard.md",
+        page=report(
             FIGURES["leaderboard"],
             caption="../report/leaderboard.rst",
             category="1. Leaderboard",
@@ -64,12 +47,13 @@ rule report_figures:
             labels={"figure": "configuration and manifests"},
         ),
     log:
-        "logs/report_figures.log",
+        "logs/leaderboard.log",
     conda:
         "../../envs/workflow.yaml"
     params:
         models=list(MODELS),
         metrics=config["metrics"],
+        statistics=config["statistics"],
         gpus={name: model_gpus(model) for name, model in MODELS.items()},
     script:
-        "../../scripts/rules/report_figures.py"
+        "../../scripts/rules/leaderboard.py"

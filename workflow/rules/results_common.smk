@@ -20,18 +20,6 @@ def model_files(name):
     return [f"{model_dir(model)}/{name}" for model in MODELS.values()]
 
 
-def report_figures():
-    return [
-        FIGURES["leaderboard"],
-        *FIGURES["heatmaps"].values(),
-        *FIGURES["languages"].values(),
-        *FIGURES["distributions"].values(),
-        FIGURES["comparison"],
-        FIGURES["timing"],
-        FIGURES["run"],
-    ]
-
-
 def figures_of_models(kind, caption, category):
     """report() outputs of one figure per model and metric, labelled with both."""
     return [
