@@ -359,3 +359,21 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
             )
             assert pair.scores["sys"]["chrfpp-refA"][model] == [pytest.approx(expected)]
     assert len(list((test_set / "sources").glob("*.txt"))) == 20
+
+
+@pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])
+def test_language_bars_put_the_best_language_on_top(column: str, lower: set[str]) -> None:
+    from bouquet_eval.report import language_bars
+
+    good, bad = (1.0, 9.0) if lower else (90.0, 10.0)
+    scores = pd.DataFrame(
+        {"src_lang": ["eng_Latn", "eng_Latn", "fra_Latn", "deu_Latn"],
+         "tgt_lang": ["fra_Latn", "deu_Latn", "eng_Latn", "eng_Latn"],
+         column: [good, bad, good, bad]}
+    )  # fmt: skip
+    axes = language_bars(scores, column, "m", lower).axes[0]
+    assert [label.get_text() for label in axes.get_yticklabels()] == [
+        "fra_Latn",
+        "eng_Latn",
+        "deu_Latn",
+    ]

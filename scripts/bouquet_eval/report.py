@@ -148,7 +148,7 @@ def language_bars(scores: pd.DataFrame, column: str, model: str, lower: set[str]
     """Horizontal bars per language, into and out of it, best languages on top."""
     means = language_means(scores, column)
     # Sorted on both directions' mean; top of the chart is the best.
-    order = means.mean(axis=1).sort_values(ascending=column not in lower).index
+    order = means.mean(axis=1).sort_values(ascending=column in lower).index
     means = means.loc[order]
     figure = _figure(7.5, max(3.0, 0.3 * len(means) + 1.2))
     axes = figure.add_subplot()
@@ -159,7 +159,7 @@ def language_bars(scores: pd.DataFrame, column: str, model: str, lower: set[str]
     axes.set_ylim(len(means) - 0.5, -0.5)
     axes.set_xlabel(f"{column}, mean over directions ({better(column, lower)})")
     axes.set_title(f"{model}: {column} into and out of each language")
-    axes.legend(loc="lower right")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes.grid(axis="x", alpha=0.3)
     return figure
 
