@@ -41,9 +41,12 @@ $(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
 
 demo: $(CORE)
 	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet rules
+	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet all --report runs/report.html
 	@echo
-	@echo "Per-direction scores:"
-	@ls -1 runs/*/scores.csv
+	@cat runs/leaderboard.md
+	@echo
+	@echo "Report: $(CURDIR)/runs/report.html (open it in a browser)"
+	@echo "Per-model results: runs/<model>/scores.csv; the leaderboard: runs/leaderboard.csv"
 
 lint: $(FULL)
 	$(BIN)/ruff check .

@@ -148,6 +148,7 @@ def test_deleted_directions_are_recomputed_alone(workflow: Workflow, dataset: Pa
         **{f"translate_rec_{name}": 1 for name in owning},
         **{f"score_rec_{name}": 1 for name in owning},
         "aggregate": 1,
+        "leaderboard": 1,
         "all": 1,
     }
 

@@ -1,0 +1,19 @@
+"""Rule script: one model's submission folder and archive."""
+
+from pathlib import Path
+
+from bouquet_eval.data import Direction
+from bouquet_eval.jobs import job_logging
+from bouquet_eval.submission import write_submission
+
+snakemake = globals()["snakemake"]
+
+with job_logging(snakemake.log[0]) as log:
+    write_submission(
+        snakemake.wildcards.model,
+        Path(snakemake.input.scores).parent,
+        [Direction.parse(name) for name in snakemake.params.directions],
+        Path(snakemake.output.checksums).parent,
+        Path(snakemake.output.archive),
+    )
+    log.info("submission written to %s", snakemake.output.archive)

@@ -1,0 +1,41 @@
+"""Rule script: rescore one model's translations from scratch and compare with scores.csv."""
+
+from pathlib import Path
+
+from bouquet_eval.aggregate import write_csv
+from bouquet_eval.data import resolve_dataset
+from bouquet_eval.gpus import gpu_lease
+from bouquet_eval.jobs import GPU_LEASES, job_logging
+from bouquet_eval.metrics import load_metrics
+from bouquet_eval.stats import Resampling
+from bouquet_eval.verify import (
+    DIFFERS,
+    TOLERANCES,
+    claimed_directions,
+    compare_scores,
+    read_claim,
+    rescore,
+)
+
+snakemake = globals()["snakemake"]
+
+with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GPU_LEASES):
+    config = snakemake.config
+    output = Path(snakemake.output[0])
+    claimed = read_claim(output.parent / "scores.csv")
+    recomputed = rescore(
+        output.parent,
+        claimed_directions(claimed),
+        resolve_dataset(config["dataset"]),
+        config["limit"],
+        load_metrics(snakemake.params.metrics, config),
+        Resampling(**config["statistics"]),
+    )
+    verification = compare_scores(claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance})
+    write_csv(output, verification)
+    log.info(
+        "%d values compared, %d differ: %s",
+        len(verification),
+        int((verification["status"] == DIFFERS).sum()),
+        output,
+    )

@@ -1,0 +1,189 @@
+"""Headless Chromium (Debian's package) driven over the DevTools protocol, for report tests.
+
+The page's console messages, uncaught exceptions and browser log entries are collected, so a
+test can assert that a page rendered without errors; scripts run in the page and in its frames
+(the Snakemake report shows a result in an iframe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+PACKAGE = "chromium"
+# Flags from the machine notes: no sandbox as root, and nothing that reaches for the network.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+    "--window-size=1400,1000",
+)
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium")
+
+
+def install() -> None:
+    """Install Debian's Chromium unless it is there already (idempotent)."""
+    if chromium_path():
+        return
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE],
+        check=True,
+        env=environment,
+        capture_output=True,
+    )
+
+
+def unavailable_reason() -> str | None:
+    if chromium_path():
+        return None
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return "Chromium is not installed, and apt-get as root is needed to install it"
+    return None
+
+
+class Page:
+    """One tab; `errors` holds every console error and exception seen since it opened."""
+
+    def __init__(self, socket: aiohttp.ClientWebSocketResponse) -> None:
+        self.socket = socket
+        self.errors: list[str] = []
+        self.contexts: dict[int, str] = {}  # execution context id -> frame id
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._reader = asyncio.create_task(self._read())
+
+    async def send(self, method: str, **params: Any) -> dict[str, Any]:
+        number = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[number] = future
+        await self.socket.send_json({"id": number, "method": method, "params": params})
+        reply = await asyncio.wait_for(future, timeout=30)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply.get("result", {})
+
+    async def _read(self) -> None:
+        async for message in self.socket:
+            data = json.loads(message.data)
+            if "id" in data and data["id"] in self._pending:
+                self._pending.pop(data["id"]).set_result(data)
+            else:
+                self._event(data.get("method", ""), data.get("params", {}))
+
+    def _event(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
+            words = [str(a.get("value", a.get("description"))) for a in params["args"]]
+            self.errors.append("console: " + " ".join(words))
+        elif method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            self.errors.append(
+                "exception: " + details.get("exception", {}).get("description", details["text"])
+            )
+        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+            self.errors.append(f"log: {params['entry']['text']}")
+        elif method == "Runtime.executionContextCreated":
+            context = params["context"]
+            self.contexts[context["id"]] = context.get("auxData", {}).get("frameId", "")
+
+    async def open(self, url: str) -> None:
+        for domain in ("Page", "Runtime", "Log"):
+            await self.send(f"{domain}.enable")
+        await self.send("Page.navigate", url=url)
+
+    async def evaluate(self, expression: str, frame: str | None = None) -> Any:
+        """The value of `expression` in the page, or in the frame whose id is `frame`."""
+        arguments: dict[str, Any] = {"expression": expression, "returnByValue": True}
+        if frame is not None:
+            contexts = [c for c, f in self.contexts.items() if f == frame]
+            if not contexts:
+                raise LookupError(f"no script context in frame {frame}")
+            arguments["contextId"] = max(contexts)
+        result = await self.send("Runtime.evaluate", **arguments)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def wait_for(self, expression: str, frame: str | None = None, timeout: float = 20) -> Any:
+        """Poll `expression` until it is truthy; its value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(LookupError, RuntimeError):
+                value = await self.evaluate(expression, frame)
+                if value:
+                    return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still false after {timeout} s: {expression}")
+            await asyncio.sleep(0.1)
+
+    async def child_frames(self) -> list[dict[str, Any]]:
+        tree = (await self.send("Page.getFrameTree"))["frameTree"]
+        return [child["frame"] for child in tree.get("childFrames", [])]
+
+    async def screenshot(self, path: Path) -> None:
+        shot = await self.send("Page.captureScreenshot", format="png")
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Page]:
+    """A fresh headless Chromium with one tab; stopped (by its pid) on exit."""
+    binary = chromium_path()
+    if binary is None:
+        raise FileNotFoundError("chromium is not installed")
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        process = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            port_file = Path(profile) / "DevToolsActivePort"
+            deadline = time.monotonic() + 30
+            while not (port_file.exists() and port_file.read_text().strip()):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("chromium did not open its DevTools port")
+                await asyncio.sleep(0.1)
+            port = int(port_file.read_text().split()[0])
+            async with aiohttp.ClientSession() as session:
+                async with session.get(f"http://127.0.0.1:{port}/json/list") as reply:
+                    targets = await reply.json()
+                target = next(t for t in targets if t["type"] == "page")
+                async with session.ws_connect(
+                    target["webSocketDebuggerUrl"], max_msg_size=0
+                ) as socket:
+                    page = Page(socket)
+                    try:
+                        yield page
+                    finally:
+                        page._reader.cancel()
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,0 +1,379 @@
+"""What people look at: leaderboard, report, submission, verification and the MTME export.
+
+The workflow tests share one real run of the sample (two models) in a scratch directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bouquet_eval.data import Direction
+from bouquet_eval.leaderboard import (
+    ModelResults,
+    build_leaderboard,
+    markdown_table,
+    primary_metric,
+)
+from bouquet_eval.mtme import documents, escape, unescape
+from bouquet_eval.stats import Resampling
+from bouquet_eval.verify import DIFFERS, NOT_RECOMPUTED, OK, compare_scores, mismatch_message
+
+from . import browser
+from .conftest import SAMPLE, Workflow
+from .mtme_reader import read_language_pair
+from .test_workflow import SMALL_JOBS
+
+SMALL = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
+DIRECTIONS = [("eng_Latn", "fra_Latn"), ("fra_Latn", "eng_Latn"), ("fra_Latn", "deu_Latn")]
+
+
+def synthetic_model(name: str, shift: float, noise: float, seed: int) -> ModelResults:
+    """Sentence scores around 50 + shift per direction; 40 sentences per direction."""
+    rng = np.random.default_rng(seed)
+    base = np.random.default_rng(0).uniform(20, 80, size=40)  # the same sentences for all
+    frames = []
+    for offset, (src, tgt) in enumerate(DIRECTIONS):
+        values = base + offset * 5 + shift + rng.normal(0, noise, size=40)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "src_lang": src,
+                    "tgt_lang": tgt,
+                    "uniq_id": [f"s{i}" for i in range(40)],
+                    "chrfpp": values,
+                    "metricx": 25 - values / 4,
+                }
+            )
+        )
+    rows = pd.concat(frames, ignore_index=True)
+    scores = (
+        rows.groupby(["src_lang", "tgt_lang"], sort=True)
+        .agg(
+            n_sentences=("uniq_id", "size"), chrfpp=("chrfpp", "mean"), metricx=("metricx", "mean")
+        )
+        .reset_index()
+    )
+    return ModelResults(name, scores, rows)
+
+
+def test_leaderboard_ranks_intervals_breakdown_and_clusters() -> None:
+    results = [
+        synthetic_model("worse", shift=-8, noise=1, seed=1),
+        synthetic_model("best", shift=0, noise=1, seed=2),
+        synthetic_model("tied", shift=-0.05, noise=1, seed=3),
+    ]
+    board = build_leaderboard(results, ["chrfpp"], {"metricx"}, SMALL)
+    assert board["model"].tolist() == ["best", "tied", "worse"]
+    assert board["rank"].tolist() == [1, 2, 3]
+    assert board["cluster"].tolist() == [1, 1, 2]
+    assert np.isnan(board["p_vs_best"].iloc[0])
+    assert board["p_vs_best"].iloc[1] >= 0.05 > board["p_vs_best"].iloc[2]
+    by_name = {r.name: r for r in results}
+    for record in board.to_dict(orient="records"):
+        scores = by_name[record["model"]].scores
+        assert record["chrfpp"] == pytest.approx(scores["chrfpp"].mean())
+        assert record["chrfpp_ci_low"] < record["chrfpp"] < record["chrfpp_ci_high"]
+        assert record["n_directions"] == 3 and record["n_sentences"] == 120
+        # One direction each: into English, out of English, neither.
+        by_direction = scores.set_index(["src_lang", "tgt_lang"])["chrfpp"]
+        assert record["chrfpp_into_english"] == by_direction[("fra_Latn", "eng_Latn")]
+        assert record["chrfpp_out_of_english"] == by_direction[("eng_Latn", "fra_Latn")]
+        assert record["chrfpp_without_english"] == by_direction[("fra_Latn", "deu_Latn")]
+    table = markdown_table(board, {"metricx"})
+    assert "| 1 | best | 1 | 3 | 120 |" in table and "chrfpp ↑" in table
+
+
+def test_metricx_ranks_lower_first_and_the_composite_comes_first() -> None:
+    assert primary_metric(["chrfpp", "metricx", "glotlid_x_metricx"]) == "glotlid_x_metricx"
+    assert primary_metric(["chrfpp", "metricx"]) == "metricx"
+    assert primary_metric(["chrfpp"]) == "chrfpp"
+    results = [
+        synthetic_model("worse", shift=-8, noise=1, seed=1),
+        synthetic_model("best", shift=0, noise=1, seed=2),
+    ]
+    board = build_leaderboard(results, ["chrfpp", "metricx"], {"metricx"}, SMALL)
+    assert board.attrs["primary"] == "metricx"
+    assert board["model"].tolist() == ["best", "worse"]
+    assert board["metricx"].iloc[0] < board["metricx"].iloc[1]
+    assert "metricx ↓" in markdown_table(board, {"metricx"})
+
+
+def test_models_on_other_directions_are_marked_not_ranked() -> None:
+    partial = synthetic_model("partial", shift=20, noise=1, seed=4)
+    kept = partial.scores["tgt_lang"] != "deu_Latn"
+    partial = ModelResults("partial", partial.scores[kept], partial.rows)
+    results = [
+        synthetic_model("a", shift=0, noise=1, seed=1),
+        synthetic_model("b", shift=-8, noise=1, seed=2),
+        partial,
+    ]
+    board = build_leaderboard(results, ["chrfpp"], set(), SMALL)
+    # Its higher mean over fewer directions does not put it first.
+    assert board["model"].tolist() == ["a", "b", "partial"]
+    last = board.iloc[-1]
+    assert not last["comparable"] and pd.isna(last["rank"]) and pd.isna(last["cluster"])
+    assert "2 directions, 2 of them shared with the 3" in last["note"]
+    assert "partial *" in markdown_table(board, set())
+
+
+def test_verification_statuses_and_message() -> None:
+    claimed = pd.DataFrame(
+        {"src_lang": ["eng_Latn"] * 2, "tgt_lang": ["fra_Latn", "deu_Latn"], "n_sentences": [5, 5],
+         "chrfpp": [40.0, 50.0], "chrfpp_ci_low": [1.0, 1.0], "metricx": [3.0, 4.0]}
+    )  # fmt: skip
+    recomputed = claimed.drop(columns=["metricx"]).assign(chrfpp=[40.0, 50.5], chrfpp_ci_low=9.0)
+    verification = compare_scores(claimed, recomputed, {"chrfpp": 1e-9})
+    status = verification.set_index(["tgt_lang", "metric"])["status"]
+    assert status[("fra_Latn", "chrfpp")] == OK
+    assert status[("deu_Latn", "chrfpp")] == DIFFERS
+    assert status[("deu_Latn", "metricx")] == NOT_RECOMPUTED
+    assert "chrfpp_ci_low" not in set(verification["metric"])  # intervals are not claims
+    message = mismatch_message("m", verification)
+    assert message == (
+        "model 'm', direction eng_Latn-deu_Latn, chrfpp: claimed 50.0, recomputed 50.5 "
+        "(tolerance 1e-09)"
+    )
+
+
+def test_mtme_escaping_and_documents() -> None:
+    text = 'two\nlines, a \\n literal, a tab\tand "quotes"\r'
+    assert "\n" not in escape(text) and "\r" not in escape(text)
+    assert unescape(escape(text)) == text
+    rows = pd.DataFrame(
+        {
+            "uniq_id": ["a", "b", "c"],
+            "domain": ["chat", "chat", "news"],
+            "par_id": ["p1", "p1", "p2"],
+        }
+    )
+    assert documents(rows) == ["chat p1", "chat p1", "news p2"]
+    scattered = rows.assign(par_id=["p1", "p2", "p1"])  # not contiguous: one per segment
+    assert documents(scattered) == ["chat a", "chat b", "news c"]
+
+
+# --- Through the workflow -------------------------------------------------------------------
+
+MODELS = ["copy-source", "reference"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
+    """The sample through `all`, `submission` and `mtme`, then `--report`."""
+    root = tmp_path_factory.mktemp("results")
+    dataset = root / "dataset"
+    shutil.copytree(SAMPLE, dataset)
+    workflow = Workflow(root / "work")
+    workflow.workdir.mkdir()
+    workflow.write_config(
+        {
+            "dataset": {"path": str(dataset)},
+            "output_dir": "runs",
+            "shards": 1,
+            "limit": 12,
+            "resources": SMALL_JOBS,
+            "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
+            "models": [{"name": name, "translator": name} for name in MODELS],
+        }
+    )
+    workflow.run("all", "submission", "mtme")
+    workflow.run("--report", "report.html")
+    return workflow
+
+
+def test_leaderboard_through_the_workflow(run: Workflow) -> None:
+    runs = run.workdir / "runs"
+    board = pd.read_csv(runs / "leaderboard.csv")
+    assert board["model"].tolist() == ["reference", "copy-source"]
+    assert board["rank"].tolist() == [1, 2] and board["cluster"].tolist() == [1, 2]
+    for record in board.to_dict(orient="records"):
+        scores = pd.read_csv(runs / record["model"] / "scores.csv")
+        assert record["n_directions"] == len(scores) == 20
+        assert record["n_sentences"] == scores["n_sentences"].sum() == 240
+        assert record["chrfpp"] == pytest.approx(scores["chrfpp"].mean())
+    assert board["chrfpp"].iloc[0] == pytest.approx(100)
+    markdown = (runs / "leaderboard.md").read_text(encoding="utf-8")
+    assert "| 1 | reference | 1 | 20 | 240 | 100.00 [100.00, 100.00]" in markdown
+
+
+def test_report_renders_in_chromium(run: Workflow, tmp_path: Path) -> None:
+    reason = browser.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    browser.install()
+    report = run.workdir / "report.html"
+    asyncio.run(_browse_report(report, tmp_path))
+
+
+CLICK = """(() => {{
+    const link = Array.from(document.querySelectorAll('a')).find(a => a.textContent.trim() === {0});
+    if (link) link.click();
+    return Boolean(link);
+}})()"""
+
+
+async def _browse_report(report: Path, folder: Path) -> None:
+    async with browser.chromium() as page:
+        await page.open(report.as_uri())
+        await page.wait_for(CLICK.format(json.dumps("1. Leaderboard")))
+        await page.wait_for("document.querySelector('a[iconname=eye]') !== null")
+        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
+        await page.wait_for("document.querySelector('iframe') !== null")
+        frame = (await page.child_frames())[0]["id"]
+        models = await page.wait_for(
+            "Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
+            ".map(row => row.cells[1].textContent)",
+            frame=frame,
+        )
+        assert models == ["reference", "copy-source"]
+        await page.screenshot(folder / "leaderboard.png")
+
+        for link in ("Results", "2. Heatmaps", "copy-source"):
+            assert await page.evaluate(CLICK.format(json.dumps(link))), link
+            await asyncio.sleep(0.2)
+        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
+        # The heatmap is drawn: an SVG image of its file, loaded, with a size.
+        assert await page.wait_for(
+            "(() => { const img = document.querySelector("
+            '\'img[src^="data:image/svg+xml"][src*="filename=copy-source.chrfpp.svg"]\');'
+            " return img !== null && img.complete && img.naturalWidth > 300; })()"
+        )
+        await page.screenshot(folder / "heatmap.png")
+        assert page.errors == []
+
+
+def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
+    folder = run.workdir / "runs" / "submission" / "copy-source"
+    names = sorted(path.name for path in folder.iterdir())
+    expected = ["COMMANDS.txt", "SHA256SUMS", "config.yaml", "manifest.json", "scores.csv"]
+    assert [n for n in names if not n.endswith(".jsonl")] == expected
+    assert len([n for n in names if n.endswith(".jsonl")]) == 20
+    checked = {}
+    for line in (folder / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ")
+        checked[name] = digest
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest
+    assert sorted(checked) == [n for n in names if n != "SHA256SUMS"]
+    commands = (folder / "COMMANDS.txt").read_text()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert " ".join(manifest["entries"][-1]["command"]) in commands
+    with tarfile.open(folder.parent / "copy-source.tar.gz") as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}
+    assert members == {f"copy-source/{n}": (folder / n).read_bytes() for n in names}
+
+
+def test_verify_passes_then_names_what_differs(run: Workflow) -> None:
+    run.run("verify")
+    runs = run.workdir / "runs"
+    for model in MODELS:
+        verification = pd.read_csv(runs / model / "verification.csv")
+        assert set(verification["status"]) == {OK}
+        assert {"n_sentences", "chrfpp", "chrfpp_corpus"} == set(verification["metric"])
+        assert len(verification) == 3 * 20
+
+    scores_path = runs / "copy-source" / "scores.csv"
+    original = scores_path.read_bytes()
+    claimed = pd.read_csv(scores_path)
+    claimed.loc[claimed["tgt_lang"] == "fra_Latn", "chrfpp"] += 0.001
+    claimed.to_csv(scores_path, index=False)
+    try:
+        failed = run.run("verify", check=False)
+    finally:
+        scores_path.write_bytes(original)
+    assert failed.returncode != 0
+    output = failed.stdout + failed.stderr
+    tampered = float(claimed.set_index(["src_lang", "tgt_lang"])["chrfpp"]["eng_Latn", "fra_Latn"])
+    verification = pd.read_csv(runs / "copy-source" / "verification.csv")
+    differing = verification[verification["status"] == DIFFERS]
+    assert (differing["tgt_lang"] == "fra_Latn").all() and set(differing["metric"]) == {"chrfpp"}
+    recomputed = float(differing.set_index("src_lang")["recomputed"]["eng_Latn"])
+    assert recomputed == pytest.approx(tampered - 0.001)
+    assert (
+        f"model 'copy-source', direction eng_Latn-fra_Latn, chrfpp: claimed {tampered!r}, "
+        f"recomputed {recomputed!r}" in output
+    )
+
+
+def test_a_received_submission_is_verified_in_place(run: Workflow, tmp_path: Path) -> None:
+    """A maintainer drops the folder into <output_dir>/<model>/ as a `provided` model."""
+    maintainer = Workflow(tmp_path / "maintainer")
+    maintainer.workdir.mkdir()
+    submitted = run.workdir / "runs" / "submission" / "copy-source"
+    shutil.copytree(submitted, maintainer.workdir / "runs" / "received")
+    config = json.loads(json.dumps(run_config(run)))
+    config["models"] = [{"name": "received", "translator": "provided", "path": "runs/received"}]
+    maintainer.write_config(config)
+    maintainer.run("verify")
+    verification = pd.read_csv(maintainer.workdir / "runs" / "received" / "verification.csv")
+    assert set(verification["status"]) == {OK}
+
+    # A translation edited after scoring no longer reproduces the claimed scores.
+    translation = maintainer.workdir / "runs" / "received" / "eng_Latn-fra_Latn.jsonl"
+    lines = translation.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["mt_text"] = row["ref_text"]
+    translation.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
+    failed = maintainer.run("verify", check=False)
+    assert failed.returncode != 0
+    assert "model 'received', direction eng_Latn-fra_Latn, chrfpp: claimed" in failed.stderr
+
+
+def run_config(run: Workflow) -> dict:
+    import yaml
+
+    return yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+
+
+def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
+    runs = run.workdir / "runs"
+    test_set = runs / "mtme" / "bouquet"
+    scores = {m: pd.read_csv(runs / m / "scores.csv") for m in MODELS}
+    rows = pd.read_parquet(runs / "copy-source" / "scored_rows.parquet")
+    for path in sorted((test_set / "sources").glob("*.txt")):
+        lp = path.stem
+        direction = Direction.parse(lp)
+        pair = read_language_pair(test_set, lp)
+        assert len(pair.src) == 12
+        assert set(pair.refs) == {"refA"} and set(pair.systems) == set(MODELS)
+        assert [unescape(t) for t in pair.systems["reference"]] == [
+            unescape(t) for t in pair.refs["refA"]
+        ]
+        assert set(pair.scores["seg"]) == set(pair.scores["sys"]) == {"chrfpp-refA"}
+        mine = rows[
+            (rows["src_lang"] == direction.src_lang) & (rows["tgt_lang"] == direction.tgt_lang)
+        ]
+        assert pair.scores["seg"]["chrfpp-refA"]["copy-source"] == mine["chrfpp"].tolist()
+        for model in MODELS:
+            expected = (
+                scores[model]
+                .set_index(["src_lang", "tgt_lang"])
+                .loc[(direction.src_lang, direction.tgt_lang), "chrfpp_corpus"]
+            )
+            assert pair.scores["sys"]["chrfpp-refA"][model] == [pytest.approx(expected)]
+    assert len(list((test_set / "sources").glob("*.txt"))) == 20
+
+
+@pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])
+def test_language_bars_put_the_best_language_on_top(column: str, lower: set[str]) -> None:
+    from bouquet_eval.report import language_bars
+
+    good, bad = (1.0, 9.0) if lower else (90.0, 10.0)
+    scores = pd.DataFrame(
+        {"src_lang": ["eng_Latn", "eng_Latn", "fra_Latn", "deu_Latn"],
+         "tgt_lang": ["fra_Latn", "deu_Latn", "eng_Latn", "eng_Latn"],
+         column: [good, bad, good, bad]}
+    )  # fmt: skip
+    axes = language_bars(scores, column, "m", lower).axes[0]
+    assert [label.get_text() for label in axes.get_yticklabels()] == [
+        "fra_Latn",
+        "eng_Latn",
+        "deu_Latn",
+    ]

@@ -1,0 +1,59 @@
+# The leaderboard across models and the figures of the Snakemake report, in one job (it
+# reads the scored rows once): part of `all`.
+rule leaderboard:
+    input:
+        scores=model_files("scores.csv"),
+        scored_rows=model_files("scored_rows.parquet"),
+        timing=model_files("timing.csv"),
+        manifests=model_files("manifest.json"),
+    output:
+        csv=OUTPUT_DIR / "leaderboard.csv",
+        markdown=OUTPUT_DIR / "leaderboard.md",
+        page=report(
+            FIGURES["leaderboard"],
+            caption="../report/leaderboard.rst",
+            category="1. Leaderboard",
+            labels={"figure": "leaderboard"},
+        ),
+        heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "2. Heatmaps"),
+        languages=figures_of_models(
+            "languages", "../report/languages.rst", "3. Per language"
+        ),
+        distributions=[
+            report(
+                path,
+                caption="../report/distributions.rst",
+                category="4. Distributions",
+                labels={"metric": column},
+            )
+            for column, path in FIGURES["distributions"].items()
+        ],
+        comparison=report(
+            FIGURES["comparison"],
+            caption="../report/comparison.rst",
+            category="5. Paired comparison",
+            labels={"figure": "comparison"},
+        ),
+        timing=report(
+            FIGURES["timing"],
+            caption="../report/timing.rst",
+            category="6. Timing",
+            labels={"figure": "timing"},
+        ),
+        run=report(
+            FIGURES["run"],
+            caption="../report/run.rst",
+            category="7. Run",
+            labels={"figure": "configuration and manifests"},
+        ),
+    log:
+        "logs/leaderboard.log",
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        models=list(MODELS),
+        metrics=config["metrics"],
+        statistics=config["statistics"],
+        gpus={name: model_gpus(model) for name, model in MODELS.items()},
+    script:
+        "../../scripts/rules/leaderboard.py"

@@ -1,0 +1,69 @@
+# A submission per model (`snakemake submission`) and the check of a model's claimed scores
+# (`snakemake verify`); neither is part of `all`.
+rule submission_model:
+    input:
+        scores=OUTPUT_DIR / "{model}" / "scores.csv",
+        manifest=OUTPUT_DIR / "{model}" / "manifest.json",
+        translations=translations_of_model,
+    output:
+        # The folder's checksum list stands for the folder, which a directory() output would
+        # litter with Snakemake's timestamp file.
+        checksums=OUTPUT_DIR / "submission" / "{model}" / "SHA256SUMS",
+        archive=OUTPUT_DIR / "submission" / "{model}.tar.gz",
+    log:
+        "logs/{model}/submission.log",
+    wildcard_constraints:
+        model="|".join(re.escape(name) for name in MODELS),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        directions=[direction.name for direction in DIRECTIONS],
+    script:
+        "../../scripts/rules/submission.py"
+
+
+rule submission:
+    input:
+        [submission_folder(name) / "SHA256SUMS" for name in MODELS],
+        [f"{submission_folder(name)}.tar.gz" for name in MODELS],
+
+
+# No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
+# first (a received submission has no scored files, which would otherwise be recomputed).
+rule verify_model:
+    output:
+        OUTPUT_DIR / "{model}" / "verification.csv",
+    log:
+        "logs/{model}/verify.log",
+    wildcard_constraints:
+        model="|".join(re.escape(name) for name in MODELS),
+    conda:
+        score_environment()
+    threads: config["resources"]["score"]["cpus"]
+    resources:
+        gpu=score_gpus(),
+        mem_mb=grows_with_attempt("score", "mem_mb"),
+        runtime=grows_with_attempt("score", "runtime"),
+    params:
+        claim=verification_fingerprint,
+        metrics=config["metrics"],
+        metric_settings=metric_settings(),
+        limit=config["limit"],
+        dataset=DATASET.identity,
+        tolerance=config["verify"]["tolerance"],
+    script:
+        "../../scripts/rules/verify_model.py"
+
+
+# Fails, naming the model, direction, metric and both values, when a claim does not hold.
+rule verify:
+    input:
+        [OUTPUT_DIR / name / "verification.csv" for name in MODELS],
+    log:
+        "logs/verify.log",
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        models=list(MODELS),
+    script:
+        "../../scripts/rules/verify.py"
