@@ -99,6 +99,12 @@ def test_glottocode_and_per_direction_accepted() -> None:
 def test_shipped_configurations_are_valid() -> None:
     for name in ("config.yaml", "demo.yaml"):
         validate_config(load_yaml(REPOSITORY / "config" / name), SCHEMA)
+    # The real benchmark scores as BOUQuET's own tool does (the composite follows).
+    assert load_yaml(REPOSITORY / "config" / "config.yaml")["metrics"] == [
+        "chrf",
+        "metricx",
+        "glotlid",
+    ]
 
 
 def test_expand_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -56,9 +56,10 @@ def test_failed_translate_job_leaves_nothing_stale(workflow: Workflow, dataset: 
     )
     workflow.run()
     edit_sentence(dataset, DEU, 2, "A sentence that was edited.")
+    edit_sentence(dataset, FRA, 3, "Another sentence that was edited.")
     flag.touch()
-    # The edited direction is translated, then the job fails on the other one; Snakemake puts
-    # the old translations back with a fresh modification time.
+    # The first edited direction is translated, then the job fails on the other one; Snakemake
+    # puts the old translations back with a fresh modification time.
     failed = workflow.run(check=False)
     assert failed.returncode != 0 and "Restored previous version" in failed.stderr + failed.stdout
     flag.unlink()
@@ -66,6 +67,7 @@ def test_failed_translate_job_leaves_nothing_stale(workflow: Workflow, dataset: 
     assert "not current" in rerun.stderr
     assert translations(workflow, "rec", DEU)[2] == "A SENTENCE THAT WAS EDITED."
     assert scored_texts(workflow, "rec", DEU)[2] == "A SENTENCE THAT WAS EDITED."
+    assert scored_texts(workflow, "rec", FRA)[3] == "ANOTHER SENTENCE THAT WAS EDITED."
     # Restored from the copy made before the failure: translated once after the edit.
     assert recorded(record).count(DEU) == 2
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
@@ -114,7 +116,8 @@ def test_damaged_outputs_are_noticed_and_rebuilt(workflow: Workflow, dataset: Pa
     assert after == before
     assert recorded(record).count(SPA) == 2 and recorded(record).count(DEU) == 1
     log = (workflow.workdir / "logs" / "rec" / "translate" / "shard0of1.log").read_text()
-    assert f"discarding {cached}: its content does not match its checksum" in log
+    discarded = cached.relative_to(workflow.workdir)
+    assert f"discarding {discarded}: its content does not match its checksum" in log
     assert not stray.exists()
     assert (pd.read_csv(folder / "scores.csv")["n_sentences"] == 24).all()
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
@@ -178,9 +181,10 @@ def test_translations_in_the_output_folder_are_checked(workflow: Workflow, datas
 
     good = paths[DEU].read_text().splitlines(keepends=True)
     swapped = [good[0], good[2], good[1], *good[3:]]
+    named = f"runs/mine/{DEU}.jsonl"
     damaged = {
-        "swapped": (swapped, f"{paths[DEU]}, line 2: src_text differs from the dataset's"),
-        "short": (good[:20], f"{paths[DEU]}: 20 line(s), but the dataset has 24 sentence(s)"),
+        "swapped": (swapped, f"{named}, line 2: src_text differs from the dataset's"),
+        "short": (good[:20], f"{named}: 20 line(s), but the dataset has 24 sentence(s)"),
     }
     for lines, message in damaged.values():
         paths[DEU].write_text("".join(lines))

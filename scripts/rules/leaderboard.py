@@ -14,7 +14,7 @@ from bouquet_eval.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.provenance import redact
+from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.report import figure_paths, write_figures
 from bouquet_eval.stats import Resampling
 
@@ -48,7 +48,7 @@ with job_logging(snakemake.log[0]) as log:
         results,
         {m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)},
         snakemake.params.gpus,
-        redact(snakemake.config),
+        redact(snakemake.config, known_secrets(snakemake.config)),
         {
             m: json.loads(Path(p).read_text(encoding="utf-8"))
             for m, p in zip(models, snakemake.input.manifests, strict=True)

@@ -162,7 +162,7 @@ def check_provided(model):
         )
     known = {direction.name for direction in DATASET.directions()}
     for path in sorted(folder.glob("*.jsonl")):
-        if path.name.removesuffix(".jsonl") not in known:
+        if workflow.is_main_process and path.name.removesuffix(".jsonl") not in known:
             print(
                 f"bouquet-eval: warning: {path} is not a direction of the dataset; it is ignored",
                 file=sys.stderr,
