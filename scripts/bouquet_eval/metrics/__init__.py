@@ -2,6 +2,10 @@
 
 A metric is cheap to construct (its signature is known at once) and loads any model lazily,
 on its first `score` call, so a scoring job that finds everything up to date loads nothing.
+
+A metric with a corpus-level score (`CorpusMetric`: chrF++, BLEU, TER) also writes each
+sentence's sufficient statistics into the scored rows, in columns named by
+`statistics_columns`; aggregation sums them per direction instead of re-reading every text.
 """
 
 from __future__ import annotations
@@ -26,14 +30,54 @@ class Metric(Protocol):
         ...
 
     def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
-        """Scores for rows with src_lang, tgt_lang, src_text, ref_text and mt_text."""
+        """Scores for rows with src_lang, tgt_lang, src_text, ref_text and mt_text.
+
+        One entry per column of `columns`, and for a `CorpusMetric` one per statistics column.
+        """
         ...
+
+
+@runtime_checkable
+class CorpusMetric(Metric, Protocol):
+    """A metric whose corpus score is computed from per-sentence statistics summed over a corpus.
+
+    Its `score` returns, besides its `columns`, one column per statistic
+    (`statistics_columns`); `corpus_score` of the column sums is the corpus-level score that
+    `scores.csv` reports as `<corpus_column>_corpus`.
+    """
+
+    corpus_column: str
+    statistics_columns: tuple[str, ...]
+
+    def statistics(self, rows: pd.DataFrame) -> list[list[float]]:
+        """Per row of `rows` (mt_text, ref_text): its sufficient statistics."""
+        ...
+
+    def corpus_score(self, totals: Sequence[float]) -> float:
+        """The corpus-level score from statistics summed over the corpus's sentences."""
+        ...
+
+
+STATISTICS_PREFIX = "stat:"
+"""Scored-row columns that start with this hold sufficient statistics, not scores: they are
+summed per direction, never averaged, and are not part of scores.csv, summary.csv or
+scored_rows.parquet. `stat:<score column>:<i>` is statistic i of that column's metric."""
+
+
+def statistics_columns(score_column: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{STATISTICS_PREFIX}{score_column}:{index}" for index in range(count))
+
+
+def is_statistics_column(name: str) -> bool:
+    return name.startswith(STATISTICS_PREFIX)
 
 
 METRICS = {
     "chrf": "bouquet_eval.metrics.chrf:ChrF",
     "metricx": "bouquet_eval.metrics.metricx:MetricX",
     "glotlid": "bouquet_eval.metrics.glotlid:GlotLID",
+    "bleu": "bouquet_eval.metrics.bleu:BLEU",
+    "ter": "bouquet_eval.metrics.ter:TER",
 }
 
 COMPOSITE = "glotlid_x_metricx"
