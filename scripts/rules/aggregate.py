@@ -13,7 +13,7 @@ from bouquet_eval.aggregate import (
 )
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.jobs import job_logging, model_entry
-from bouquet_eval.metrics import load_metrics, metric_columns
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.provenance import redact
 from bouquet_eval.stats import Resampling
 from bouquet_eval.translate import model_settings
@@ -26,7 +26,7 @@ with job_logging(snakemake.log[0]) as log:
     resampling = Resampling(**config["statistics"])
     scores = write_aggregates(
         [Path(path) for path in snakemake.input],
-        metric_columns(metrics),
+        metrics,
         resampling,
         {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
     )
