@@ -28,6 +28,11 @@ class SacreBLEUMetric:
     only changes how summed statistics become a score (BLEU's effective order).
     """
 
+    name: str
+    columns: tuple[str, ...]
+    corpus_column: str
+    statistics_columns: tuple[str, ...]
+
     def __init__(
         self,
         name: str,
