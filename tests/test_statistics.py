@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
+from sacrebleu.metrics import CHRF
 from sacrebleu.significance import _compute_p_value, estimate_ci
 
-from bouquet_eval.aggregate import direction_scores, summary
+from bouquet_eval.aggregate import (
+    direction_scores,
+    direction_values,
+    score_table,
+    summary,
+)
 from bouquet_eval.compare import compare_models
+from bouquet_eval.metrics import load_metric
+from bouquet_eval.score import score_rows
 from bouquet_eval.stats import (
     Resampling,
     approximate_randomization_p,
     bootstrap_interval,
+    bootstrap_mean_matrix,
     macro_bootstrap_interval,
     paired_bootstrap_p,
     paired_samples,
+    paired_samples_of,
     percentile_interval,
+    percentile_intervals,
     pool,
+    skipna_mean,
 )
 
 SMALL = Resampling(seed=7, bootstrap_resamples=400, ar_trials=2000)
@@ -58,7 +71,12 @@ def test_interval_skips_missing_values() -> None:
     assert np.isnan(bootstrap_interval([np.nan, np.nan], SMALL)).all()
 
 
-def test_paired_tests_follow_sacrebleu() -> None:
+def at_least_as_extreme(statistics: np.ndarray, real: float) -> float:
+    """The p-value's definition: trials at least as extreme as the observed difference, + 1."""
+    return (np.sum(statistics >= real) + 1) / (len(statistics) + 1)
+
+
+def test_paired_tests_follow_sacrebleu_but_count_ties() -> None:
     rng = np.random.default_rng(1)
     baseline = rng.uniform(0, 100, size=60)
     system = baseline + rng.normal(1.0, 8.0, size=60)
@@ -71,7 +89,10 @@ def test_paired_tests_follow_sacrebleu() -> None:
         chosen = draws(row)
         differences.append(abs(system[chosen].mean() - baseline[chosen].mean()))
     differences = np.array(differences)
-    assert paired_bootstrap_p(samples) == _compute_p_value(differences - differences.mean(), real)
+    expected = at_least_as_extreme(differences - differences.mean(), real)
+    assert paired_bootstrap_p(samples) == pytest.approx(expected)
+    # Without ties among continuous scores, the same as sacreBLEU's strict count.
+    assert expected == _compute_p_value(differences - differences.mean(), real)
 
     # Approximate randomization: swap the two outputs of the chosen sentences.
     statistics = []
@@ -79,8 +100,37 @@ def test_paired_tests_follow_sacrebleu() -> None:
         a = np.where(swap, system, baseline)
         b = np.where(swap, baseline, system)
         statistics.append(abs(a.mean() - b.mean()))
-    expected = _compute_p_value(np.array(statistics), real)
+    expected = at_least_as_extreme(np.array(statistics), real)
     assert approximate_randomization_p(samples) == pytest.approx(expected, abs=1 / 2001)
+
+
+def test_a_difference_of_zero_or_a_tie_is_never_significant() -> None:
+    """sacreBLEU 2.6 counts only trials strictly beyond the observed difference: a system
+    compared with itself gets p = 1 / (trials + 1). Ties count here, as the test defines it."""
+    rng = np.random.default_rng(6)
+    scores = rng.uniform(0, 100, size=80)
+    identical = paired_samples(scores, scores.copy(), SMALL)
+    assert identical.delta == 0
+    assert paired_bootstrap_p(identical) == 1.0
+    assert approximate_randomization_p(identical) == 1.0
+    strict = _compute_p_value(np.abs(identical.ar_deltas), 0.0)
+    assert strict == 1 / (SMALL.ar_trials + 1)  # what sacreBLEU's comparison would report
+
+    # One sentence differs: every swap trial reproduces |delta| exactly, a tie each time.
+    one_sentence = scores.copy()
+    one_sentence[3] += 7.5
+    samples = paired_samples(scores, one_sentence, SMALL)
+    assert np.allclose(np.abs(samples.ar_deltas), abs(samples.delta), rtol=1e-12, atol=0)
+    assert approximate_randomization_p(samples) == 1.0
+
+    # Through compare_models: identical systems get p = 1 in every direction and overall.
+    rows = scored_rows(0, seed=8)
+    comparison = compare_models({"a": rows, "b": rows.copy()}, "a", ["chrfpp"], SMALL)
+    assert (comparison["delta"].dropna() == 0).all()
+    finite = comparison.dropna(subset=["p_paired_bootstrap"])
+    assert len(finite) == 4  # three directions and the overall row
+    assert (finite["p_paired_bootstrap"] == 1.0).all()
+    assert (finite["p_approximate_randomization"] == 1.0).all()
 
 
 def test_paired_tests_tell_real_differences_from_noise() -> None:
@@ -141,29 +191,84 @@ def scored_rows(model_offset: float, seed: int) -> pd.DataFrame:
 
 def test_direction_scores_and_summary() -> None:
     rows = scored_rows(0, seed=4)
-    scores = direction_scores(rows, ["chrfpp", "glotlid_pred"], SMALL)
+    chrf = load_metric("chrf")
+    rows = score_rows(rows.drop(columns=["chrfpp"]), [chrf]).assign(chrfpp=rows["chrfpp"])
+    scores = direction_scores(rows, ["chrfpp", "glotlid_pred"], SMALL, [chrf])
     assert list(scores.columns) == [
         "src_lang", "tgt_lang", "n_sentences",
         "chrfpp", "chrfpp_ci_low", "chrfpp_ci_high", "chrfpp_corpus",
     ]  # fmt: skip
     fra_eng = scores[scores["src_lang"] == "fra_Latn"].iloc[0]
     assert fra_eng["n_sentences"] == 2 and fra_eng["chrfpp"] == 50.0
-    from sacrebleu.metrics import CHRF
-
     assert (
         fra_eng["chrfpp_corpus"]
         == CHRF(word_order=2)
         .corpus_score(["Hello there", "Good night"], [["Hello there!", "Good evening"]])
         .score
     )
-    table = summary(scores).set_index(["group_by", "group"])
-    assert table.loc[("all", "all"), "n_directions"] == 3
-    assert table.loc[("all", "all"), "chrfpp"] == pytest.approx(scores["chrfpp"].mean())
-    assert table.loc[("english", "into_english"), "chrfpp"] == 50.0
+    # Statistics are never taken for scores: without the metric, no corpus score is made.
+    assert list(direction_scores(rows, ["chrfpp"], SMALL).columns)[-1] == "chrfpp_ci_high"
+
+    directions = [
+        direction_values(pa.Table.from_pandas(group), ["chrfpp"], [chrf], "test")
+        for _, group in rows.groupby(["src_lang", "tgt_lang"])
+    ]
+    table = score_table(directions, ["chrfpp"], {"chrfpp"}, SMALL)
+    pd.testing.assert_frame_equal(table.scores, scores)
+    overview = summary(table)
+    assert list(overview.columns) == [
+        "group_by", "group", "n_directions",
+        "chrfpp", "chrfpp_ci_low", "chrfpp_ci_high", "chrfpp_corpus",
+    ]  # fmt: skip
+    overview = overview.set_index(["group_by", "group"])
+    assert overview.loc[("all", "all"), "n_directions"] == 3
+    assert overview.loc[("all", "all"), "chrfpp"] == pytest.approx(scores["chrfpp"].mean())
+    assert overview.loc[("all", "all"), "chrfpp_corpus"] == scores["chrfpp_corpus"].mean()
+    assert overview.loc[("english", "into_english"), "chrfpp"] == 50.0
     out_of_english = scores[scores["src_lang"] == "eng_Latn"]["chrfpp"].mean()
-    assert table.loc[("english", "out_of_english"), "chrfpp"] == pytest.approx(out_of_english)
-    assert table.loc[("tgt_lang", "deu_Latn"), "n_directions"] == 1
-    assert ("english", "without_english") not in table.index
+    assert overview.loc[("english", "out_of_english"), "chrfpp"] == pytest.approx(out_of_english)
+    assert overview.loc[("tgt_lang", "deu_Latn"), "n_directions"] == 1
+    assert ("english", "without_english") not in overview.index
+
+    # Model-level intervals resample sentences within each direction of the group.
+    ordered = [group["chrfpp"].to_numpy() for _, group in rows.groupby(["src_lang", "tgt_lang"])]
+    interval = tuple(overview.loc[("all", "all"), ["chrfpp_ci_low", "chrfpp_ci_high"]])
+    assert interval == macro_bootstrap_interval(ordered, SMALL)
+    low, high = interval
+    assert low < overview.loc[("all", "all"), "chrfpp"] < high
+    out = tuple(overview.loc[("english", "out_of_english"), ["chrfpp_ci_low", "chrfpp_ci_high"]])
+    assert out == macro_bootstrap_interval(ordered[:2], SMALL)
+    # A group of one direction has that direction's own interval.
+    single = tuple(overview.loc[("tgt_lang", "deu_Latn"), ["chrfpp_ci_low", "chrfpp_ci_high"]])
+    deu = scores[scores["tgt_lang"] == "deu_Latn"].iloc[0]
+    assert single == (deu["chrfpp_ci_low"], deu["chrfpp_ci_high"])
+
+
+def test_vectorised_bootstrap_is_one_vector_at_a_time_to_the_last_bit() -> None:
+    """Missing values scattered over directions make many sizes, met in any order."""
+    rng = np.random.default_rng(9)
+    vectors = []
+    for _ in range(30):
+        values = rng.uniform(0, 100, size=int(rng.integers(40, 46)))
+        values[rng.random(values.size) < 0.1] = np.nan
+        vectors.append(values)
+    vectors.append(np.full(5, np.nan))
+    resampled = bootstrap_mean_matrix(vectors, SMALL)
+    for values, row in zip(vectors, resampled, strict=True):
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            # The definition: each resample's mean, one vector alone.
+            assert np.array_equal(row, SMALL.bootstrap_weights(finite.size) @ finite / finite.size)
+            draws_mean = [finite[draws(w)].mean() for w in SMALL.bootstrap_weights(finite.size)]
+            np.testing.assert_allclose(row, draws_mean, rtol=1e-12)
+            assert bootstrap_interval(values, SMALL) == percentile_interval(row)
+            assert skipna_mean(values) == pd.Series(values).mean()
+        else:
+            assert np.isnan(row).all() and np.isnan(skipna_mean(values))
+    lows, highs = percentile_intervals(resampled)
+    assert [(low, high) for low, high in zip(lows[:-1], highs[:-1], strict=True)] == [
+        percentile_interval(row) for row in resampled[:-1]
+    ]
 
 
 def test_compare_models() -> None:
@@ -199,3 +304,17 @@ def test_macro_interval_resamples_within_directions() -> None:
     # A direction without any finite score is left out, like it is of the macro mean.
     assert macro_bootstrap_interval([*directions, [np.nan, np.nan]], resampling) == (low, high)
     assert all(np.isnan(macro_bootstrap_interval([[np.nan]], resampling)))
+
+
+def test_paired_samples_of_many_directions_are_each_directions_own() -> None:
+    rng = np.random.default_rng(10)
+    pairs = []
+    for size in (30, 31, 30, 29, 31, 30):
+        baseline, system = rng.uniform(0, 100, size=(2, size))
+        baseline[rng.random(size) < 0.1] = np.nan
+        pairs.append((baseline, system))
+    for (baseline, system), samples in zip(pairs, paired_samples_of(pairs, SMALL), strict=True):
+        alone = paired_samples(baseline, system, SMALL)
+        assert (samples.delta, samples.n_sentences) == (alone.delta, alone.n_sentences)
+        assert np.array_equal(samples.bootstrap_deltas, alone.bootstrap_deltas)
+        assert np.array_equal(samples.ar_deltas, alone.ar_deltas)

@@ -109,7 +109,7 @@ def test_sample_end_to_end(workflow: Workflow, dataset: Path) -> None:
     summary = pd.read_csv(workflow.workdir / "runs" / "reference" / "summary.csv")
     assert summary.iloc[0].to_dict() == {
         "group_by": "all", "group": "all", "n_directions": len(SAMPLE_DIRECTIONS),
-        "chrfpp": 100.0, "chrfpp_corpus": 100.0,
+        "chrfpp": 100.0, "chrfpp_ci_low": 100.0, "chrfpp_ci_high": 100.0, "chrfpp_corpus": 100.0,
     }  # fmt: skip
     copy = pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")
     assert (copy["chrfpp"] < 40).all()

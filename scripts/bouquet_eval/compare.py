@@ -12,7 +12,7 @@ from bouquet_eval.stats import (
     Resampling,
     approximate_randomization_p,
     paired_bootstrap_p,
-    paired_samples,
+    paired_samples_of,
     pool,
 )
 
@@ -41,13 +41,13 @@ def compare_models(
         merged = base[SENTENCE_KEY + columns].merge(
             rows[SENTENCE_KEY + columns], on=SENTENCE_KEY, suffixes=("_baseline", "_system")
         )
+        groups = list(merged.groupby(GROUP_COLUMNS, sort=True))
         for column in columns:
-            per_direction = []
-            for (src_lang, tgt_lang), group in merged.groupby(GROUP_COLUMNS, sort=True):
-                samples = paired_samples(
-                    group[f"{column}_baseline"], group[f"{column}_system"], resampling
-                )
-                per_direction.append(samples)
+            pairs = [
+                (group[f"{column}_baseline"], group[f"{column}_system"]) for _, group in groups
+            ]
+            per_direction = paired_samples_of(pairs, resampling)
+            for ((src_lang, tgt_lang), _), samples in zip(groups, per_direction, strict=True):
                 records.append(_record(column, baseline, name, src_lang, tgt_lang, samples))
             records.append(_record(column, baseline, name, "all", "all", pool(per_direction)))
     return pd.DataFrame.from_records(records)

@@ -32,24 +32,18 @@ from bouquet_eval.stats import (
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 # The primary metric is the first of these that was computed (else the first metric).
 PRIMARY_PREFERENCE = (COMPOSITE, "metricx", "chrfpp")
-# Built-in columns where a lower score is better; a metric of one's own declares its own
-# in a `lower_is_better` attribute (a collection of column names).
-LOWER_IS_BETTER = frozenset({"metricx", "ter"})
-# Per-sentence columns that hold labels rather than scores.
-LABEL_COLUMNS = frozenset({"glotlid_pred"})
 SIGNIFICANCE_LEVEL = 0.05
 ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
 
 
 def score_columns(metrics: Sequence[Metric]) -> list[str]:
     """The metrics' per-sentence columns that hold scores (labels left out), composite too."""
-    labels = LABEL_COLUMNS | {c for m in metrics for c in getattr(m, "label_columns", ())}
+    labels = {c for m in metrics for c in getattr(m, "label_columns", ())}
     return [column for column in metric_columns(metrics) if column not in labels]
 
 
 def lower_is_better_columns(metrics: Sequence[Metric]) -> frozenset[str]:
-    declared = {column for metric in metrics for column in getattr(metric, "lower_is_better", ())}
-    return LOWER_IS_BETTER | declared
+    return frozenset(c for metric in metrics for c in getattr(metric, "lower_is_better", ()))
 
 
 def primary_metric(columns: Sequence[str]) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bouquet_eval.data import DatasetSource, Direction
 from bouquet_eval.io import write_parquet
-from bouquet_eval.metrics import Metric, add_composite
+from bouquet_eval.metrics import Metric, add_composite, is_statistics_column
 from bouquet_eval.outputs import scored_output, translation_path
 from bouquet_eval.provenance import ResumableOutput
 from bouquet_eval.translations import read_translations
@@ -74,9 +74,12 @@ def _scored_with(output: ResumableOutput, signatures: Mapping[str, str]) -> bool
 
 
 def score_rows(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pd.DataFrame:
-    scored = rows.copy()
-    for metric in metrics:
-        for column, values in metric.score(rows).items():
-            scored[column] = list(values)
+    """`rows` with every metric's columns, then the statistics of the corpus metrics."""
+    added = {
+        column: list(values) for metric in metrics for column, values in metric.score(rows).items()
+    }
+    scores = {name: values for name, values in added.items() if not is_statistics_column(name)}
+    statistics = {name: values for name, values in added.items() if is_statistics_column(name)}
+    scored = rows.assign(**scores)
     add_composite(scored)
-    return scored
+    return scored.assign(**statistics)

@@ -6,12 +6,18 @@ randomization, both with p = (c + 1) / (trials + 1). Every system score here is 
 per-sentence scores, so resampling the per-sentence scores is resampling the sufficient
 statistics: nothing is re-scored.
 
+One difference from sacreBLEU 2.6: c counts the trials whose statistic is at least as extreme
+as the observed one, ties included, as the test's standard definition (Noreen 1989; Riezler and
+Maxwell 2005) has it. sacreBLEU counts only those strictly beyond, which gives a system
+compared with itself p = 1 / (trials + 1), "significant"; here it gets p = 1.
+
 A direction's random draws depend only on the seed and its number of sentences, so results do
 not depend on which other directions are evaluated or in which order.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,18 +71,38 @@ def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
     return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
 
 
-def bootstrap_means(values: Sequence[float], resampling: Resampling) -> np.ndarray | None:
-    """The mean of each bootstrap resample of `values`, NaN left out; None when none is left."""
-    finite = _finite(np.asarray(values, dtype=np.float64))
-    if finite.size == 0:
-        return None
-    return resampling.bootstrap_weights(finite.size) @ finite / finite.size
+def bootstrap_mean_matrix(vectors: Sequence[Sequence[float]], resampling: Resampling) -> np.ndarray:
+    """Row i: the mean of each bootstrap resample of vectors[i], NaN left out.
+
+    A row is NaN where a vector has no finite value. Vectors with the same number of finite
+    values share their draws, which are made once per size here, whatever the order of the
+    vectors (missing values scattered over many directions make many sizes).
+    """
+    finite = [_finite(np.asarray(values, dtype=np.float64)) for values in vectors]
+    means = np.full((len(finite), resampling.bootstrap_resamples), np.nan)
+    by_size: dict[int, list[int]] = defaultdict(list)
+    for index, values in enumerate(finite):
+        if values.size:
+            by_size[values.size].append(index)
+    for size, indices in by_size.items():
+        weights = resampling.bootstrap_weights(size)
+        for index in indices:
+            # One product per vector: the same arithmetic, to the last bit, as one vector alone.
+            means[index] = weights @ finite[index] / size
+    return means
+
+
+def percentile_intervals(resampled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`percentile_interval` of every row; NaN for a row of NaN."""
+    ordered = np.sort(resampled, axis=1)
+    lower = resampled.shape[1] // 40
+    return ordered[:, lower], ordered[:, resampled.shape[1] - lower - 1]
 
 
 def bootstrap_interval(values: Sequence[float], resampling: Resampling) -> tuple[float, float]:
     """95% bootstrap interval of the mean; missing values (NaN) are left out."""
-    means = bootstrap_means(values, resampling)
-    return (float("nan"), float("nan")) if means is None else percentile_interval(means)
+    low, high = percentile_intervals(bootstrap_mean_matrix([values], resampling))
+    return float(low[0]), float(high[0])
 
 
 def macro_bootstrap_interval(
@@ -88,11 +114,23 @@ def macro_bootstrap_interval(
     each direction's own interval; a direction without any finite score is left out, as it is
     left out of the macro mean.
     """
-    resampled = [bootstrap_means(values, resampling) for values in per_direction]
-    usable = [means for means in resampled if means is not None]
-    if not usable:
+    return macro_interval(bootstrap_mean_matrix(per_direction, resampling))
+
+
+def macro_interval(direction_resamples: np.ndarray) -> tuple[float, float]:
+    """`macro_bootstrap_interval` from the directions' rows of a `bootstrap_mean_matrix`."""
+    usable = direction_resamples[~np.isnan(direction_resamples).any(axis=1)]
+    if not len(usable):
         return float("nan"), float("nan")
-    return percentile_interval(np.mean(usable, axis=0))
+    return percentile_interval(usable.mean(axis=0))
+
+
+def skipna_mean(values: np.ndarray) -> float:
+    """The mean of the values that are not NaN, summed as pandas sums them (NaN as 0), so that
+    it is pandas' `Series.mean()` to the last bit."""
+    missing = np.isnan(values)
+    count = values.size - int(missing.sum())
+    return float(np.where(missing, 0.0, values).sum() / count) if count else float("nan")
 
 
 @dataclass(frozen=True)
@@ -116,10 +154,7 @@ def paired_samples(
     baseline: Sequence[float], system: Sequence[float], resampling: Resampling
 ) -> PairedSamples:
     """Resample one direction's paired per-sentence scores (sentences missing in either drop)."""
-    a = np.asarray(baseline, dtype=np.float64)
-    b = np.asarray(system, dtype=np.float64)
-    keep = np.isfinite(a) & np.isfinite(b)
-    a, b = a[keep], b[keep]
+    a, b = _scored_in_both(baseline, system)
     size = a.size
     if size == 0:
         empty = np.full(1, np.nan)
@@ -130,6 +165,30 @@ def paired_samples(
     swaps = resampling.swap_masks(size)
     ar_deltas = (difference.sum() - 2.0 * (swaps @ difference)) / size
     return PairedSamples(float(a.mean()), float(b.mean()), size, bootstrap_deltas, ar_deltas)
+
+
+def paired_samples_of(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], resampling: Resampling
+) -> list[PairedSamples]:
+    """`paired_samples` of every (baseline, system) pair, in the order given.
+
+    They are computed in order of size, so that the draws of each size are made once however
+    missing scores are scattered over directions.
+    """
+    usable = [_scored_in_both(baseline, system) for baseline, system in pairs]
+    computed = {}
+    for index in sorted(range(len(usable)), key=lambda index: usable[index][0].size):
+        computed[index] = paired_samples(*usable[index], resampling)
+    return [computed[index] for index in range(len(usable))]
+
+
+def _scored_in_both(
+    baseline: Sequence[float], system: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(baseline, dtype=np.float64)
+    b = np.asarray(system, dtype=np.float64)
+    keep = np.isfinite(a) & np.isfinite(b)
+    return a[keep], b[keep]
 
 
 def pool(directions: Sequence[PairedSamples]) -> PairedSamples:
@@ -148,7 +207,7 @@ def pool(directions: Sequence[PairedSamples]) -> PairedSamples:
 
 
 def paired_bootstrap_p(samples: PairedSamples) -> float:
-    """sacreBLEU's paired bootstrap p-value: resampled |delta|, centred, beyond the real one."""
+    """Paired bootstrap p-value: resampled |delta|, centred, at least as far as the real one."""
     if samples.n_sentences == 0:
         return float("nan")
     absolute = np.abs(samples.bootstrap_deltas)
@@ -156,15 +215,22 @@ def paired_bootstrap_p(samples: PairedSamples) -> float:
 
 
 def approximate_randomization_p(samples: PairedSamples) -> float:
-    """sacreBLEU's paired approximate randomization p-value."""
+    """Paired approximate randomization p-value: swapped |delta| at least the real one."""
     if samples.n_sentences == 0:
         return float("nan")
     return _p_value(np.abs(samples.ar_deltas), abs(samples.delta))
 
 
+TIE_TOLERANCE = 1e-9
+"""Statistics closer than this (relative to the largest one) count as tied: a trial that
+reproduces the observed difference sums the same numbers in another order."""
+
+
 def _p_value(statistics: np.ndarray, real: float) -> float:
-    # Strictly greater: a system compared with itself must not look significant by chance.
-    return float((np.sum(statistics > real) + 1) / (statistics.size + 1))
+    # At least as extreme, ties included: no trial may count as evidence against a difference
+    # of zero, so a system compared with itself gets p = 1.
+    tolerance = TIE_TOLERANCE * max(real, float(np.abs(statistics).max()))
+    return float((np.sum(statistics >= real - tolerance) + 1) / (statistics.size + 1))
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

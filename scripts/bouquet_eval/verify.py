@@ -19,7 +19,7 @@ import pandas as pd
 from bouquet_eval.aggregate import GROUP_COLUMNS, direction_scores
 from bouquet_eval.data import DatasetSource, Direction
 from bouquet_eval.io import file_sha256
-from bouquet_eval.metrics import COMPOSITE, Metric, metric_columns
+from bouquet_eval.metrics import COMPOSITE, Metric, corpus_metrics, metric_columns
 from bouquet_eval.outputs import translation_path
 from bouquet_eval.score import score_rows
 from bouquet_eval.stats import Resampling
@@ -94,7 +94,10 @@ def rescore(
         scored.append(score_rows(frame, metrics))
         log.info("[%d/%d] %s rescored", position, len(directions), direction)
     return direction_scores(
-        pd.concat(scored, ignore_index=True), metric_columns(metrics), resampling
+        pd.concat(scored, ignore_index=True),
+        metric_columns(metrics),
+        resampling,
+        corpus_metrics(metrics),
     )
 
 

@@ -17,7 +17,7 @@ from bouquet_eval.aggregate import (
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE
 from bouquet_eval.jobs import job_logging, model_entry
-from bouquet_eval.metrics import load_metrics, metric_columns
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import aggregate_outputs, translation_path
 from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.stats import Resampling
@@ -35,7 +35,7 @@ with job_logging(snakemake.log[0]) as log:
     resampling = Resampling(**config["statistics"])
     scores = write_aggregates(
         scored,
-        metric_columns(metrics),
+        metrics,
         resampling,
         {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
     )

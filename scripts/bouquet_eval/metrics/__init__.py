@@ -2,6 +2,10 @@
 
 A metric is cheap to construct (its signature is known at once) and loads any model lazily,
 on its first `score` call, so a scoring job that finds everything up to date loads nothing.
+
+A metric with a corpus-level score (`CorpusMetric`: chrF++, BLEU, TER) also writes each
+sentence's sufficient statistics into the scored rows, in columns named by
+`statistics_columns`; aggregation sums them per direction instead of re-reading every text.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from bouquet_eval.translators import import_object
 
 @runtime_checkable
 class Metric(Protocol):
+    """A sentence-level metric.
+
+    Two optional attributes tell how its columns read: `lower_is_better` (the columns where a
+    lower score is better, such as MetricX's error score) and `label_columns` (columns that
+    hold labels rather than scores, such as GlotLID's predicted language).
+    """
+
     name: str
     columns: tuple[str, ...]
     """The per-sentence columns it adds to the scored rows."""
@@ -26,14 +37,54 @@ class Metric(Protocol):
         ...
 
     def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
-        """Scores for rows with src_lang, tgt_lang, src_text, ref_text and mt_text."""
+        """Scores for rows with src_lang, tgt_lang, src_text, ref_text and mt_text.
+
+        One entry per column of `columns`, and for a `CorpusMetric` one per statistics column.
+        """
         ...
+
+
+@runtime_checkable
+class CorpusMetric(Metric, Protocol):
+    """A metric whose corpus score is computed from per-sentence statistics summed over a corpus.
+
+    Its `score` returns, besides its `columns`, one column per statistic
+    (`statistics_columns`); `corpus_score` of the column sums is the corpus-level score that
+    `scores.csv` reports as `<corpus_column>_corpus`.
+    """
+
+    corpus_column: str
+    statistics_columns: tuple[str, ...]
+
+    def statistics(self, rows: pd.DataFrame) -> list[list[float]]:
+        """Per row of `rows` (mt_text, ref_text): its sufficient statistics."""
+        ...
+
+    def corpus_score(self, totals: Sequence[float]) -> float:
+        """The corpus-level score from statistics summed over the corpus's sentences."""
+        ...
+
+
+STATISTICS_PREFIX = "stat:"
+"""Scored-row columns that start with this hold sufficient statistics, not scores: they are
+summed per direction, never averaged, and are not part of scores.csv, summary.csv or
+scored_rows.parquet. `stat:<score column>:<i>` is statistic i of that column's metric."""
+
+
+def statistics_columns(score_column: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{STATISTICS_PREFIX}{score_column}:{index}" for index in range(count))
+
+
+def is_statistics_column(name: str) -> bool:
+    return name.startswith(STATISTICS_PREFIX)
 
 
 METRICS = {
     "chrf": "bouquet_eval.metrics.chrf:ChrF",
     "metricx": "bouquet_eval.metrics.metricx:MetricX",
     "glotlid": "bouquet_eval.metrics.glotlid:GlotLID",
+    "bleu": "bouquet_eval.metrics.bleu:BLEU",
+    "ter": "bouquet_eval.metrics.ter:TER",
 }
 
 COMPOSITE = "glotlid_x_metricx"
@@ -48,6 +99,11 @@ def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
 def load_metrics(names: Sequence[str], config: dict[str, Any]) -> list[Metric]:
     """The named metrics, each with its settings from the configuration section of its name."""
     return [load_metric(name, config.get(name)) for name in names]
+
+
+def corpus_metrics(metrics: Sequence[Metric]) -> list[CorpusMetric]:
+    """The metrics that have a corpus-level score as well."""
+    return [metric for metric in metrics if isinstance(metric, CorpusMetric)]
 
 
 def metric_columns(metrics: Sequence[Metric]) -> list[str]:

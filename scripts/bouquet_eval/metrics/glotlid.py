@@ -100,6 +100,7 @@ def glotlid_label(code: str) -> str:
 class GlotLID:
     name = "glotlid"
     columns = ("glotlid_pred", "glotlid_score")
+    label_columns = ("glotlid_pred",)
 
     def __init__(self, model: str = DEFAULT_MODEL, revision: str | None = None) -> None:
         """`model`: a local fastText .bin, or `<owner>/<repo>/<filename>` on the Hugging Face hub.

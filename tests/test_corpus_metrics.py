@@ -1,0 +1,97 @@
+"""chrF++, BLEU and TER: sacreBLEU's sentence and corpus scores from one pass of statistics."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from bouquet_eval.metrics import (
+    METRICS,
+    STATISTICS_PREFIX,
+    CorpusMetric,
+    is_statistics_column,
+    load_metric,
+    load_metrics,
+    metric_columns,
+)
+from bouquet_eval.score import score_rows
+
+from .conftest import REPOSITORY
+
+# Short sentences (BLEU's effective order), an empty translation, an empty reference, case
+# (TER ignores it), punctuation, a trailing space (BLEU strips it), non-Latin scripts.
+PAIRS = [
+    ("The cat sleeps on the mat.", "The cat is sleeping on the mat."),
+    ("Hello", "Hello !"),
+    ("", "Nothing came out."),
+    ("Something came out.", ""),
+    ("THE DOG BARKS", "the dog barks"),
+    ("Le chat (noir) dort, enfin.  ", "Le chat noir dort enfin."),
+    ("猫在垫子上睡觉。", "猫睡在垫子上。"),
+    ("Кошка спит на коврике", "Кошка спит на ковре"),
+    ("a b c d e f g", "a b c d e f g"),
+]
+ROWS = pd.DataFrame(PAIRS, columns=["mt_text", "ref_text"])
+SENTENCE = {
+    "chrf": CHRF(word_order=2),
+    "bleu": BLEU(effective_order=True),
+    "ter": TER(),
+}
+"""sacreBLEU's own objects with its defaults, and the sentence-level BLEU it recommends."""
+CORPUS = {"chrf": CHRF(word_order=2), "bleu": BLEU(), "ter": TER()}
+
+
+@pytest.mark.parametrize("name", ["chrf", "bleu", "ter"])
+def test_scores_are_sacrebleus_sentence_and_corpus_scores(name: str) -> None:
+    metric = load_metric(name)
+    assert isinstance(metric, CorpusMetric)
+    (column,) = metric.columns
+    scored = metric.score(ROWS)
+    assert scored[column] == [SENTENCE[name].sentence_score(mt, [ref]).score for mt, ref in PAIRS]
+    # The corpus score from the summed statistics, of the whole corpus and of parts of it.
+    for part in (slice(None), slice(0, 3), slice(4, 5)):
+        totals = [sum(scored[c][part]) for c in metric.statistics_columns]
+        hypotheses, references = zip(*PAIRS[part], strict=True)
+        expected = CORPUS[name].corpus_score(list(hypotheses), [list(references)]).score
+        assert metric.corpus_score(totals) == expected
+    # An empty corpus has no statistics, and leaves the signature's one reference alone.
+    assert metric.statistics(ROWS.iloc[:0]) == []
+    assert "nrefs:1|" in metric.signature()
+
+
+def test_signatures_write_down_every_default() -> None:
+    signatures = {name: load_metric(name).signature() for name in ("chrf", "bleu", "ter")}
+    assert signatures == {
+        "chrf": "nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0",
+        "bleu": "sentence nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0; "
+        "corpus nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+        "ter": "nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.6.0",
+    }
+
+
+def test_statistics_columns_are_kept_apart_from_scores() -> None:
+    metrics = load_metrics(["chrf", "bleu", "ter"], {})
+    rows = ROWS.assign(src_lang="eng_Latn", tgt_lang="fra_Latn")
+    scored = score_rows(rows, metrics)
+    assert metric_columns(metrics) == ["chrfpp", "bleu", "ter"]
+    statistics = [c for c in scored.columns if is_statistics_column(c)]
+    assert list(scored.columns) == [*rows.columns, "chrfpp", "bleu", "ter", *statistics]
+    assert statistics == [
+        *(f"{STATISTICS_PREFIX}chrfpp:{i}" for i in range(24)),
+        *(f"{STATISTICS_PREFIX}bleu:{i}" for i in range(10)),
+        *(f"{STATISTICS_PREFIX}ter:{i}" for i in range(2)),
+    ]
+    assert not any(is_statistics_column(c) for m in metrics for c in m.columns)
+    # Counts stay integers; TER's reference length is sacreBLEU's float.
+    assert (scored[statistics[:-1]].dtypes == "int64").all()
+    assert scored[statistics[-1]].dtype == "float64"
+
+
+def test_schema_accepts_exactly_the_built_in_metrics() -> None:
+    schema = yaml.safe_load(
+        (REPOSITORY / "workflow" / "schemas" / "config.schema.yaml").read_text(encoding="utf-8")
+    )
+    (built_in, _own) = schema["properties"]["metrics"]["items"]["anyOf"]
+    assert sorted(built_in["enum"]) == sorted(METRICS)
