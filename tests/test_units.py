@@ -12,7 +12,6 @@ from sacrebleu.metrics import CHRF
 from bouquet_eval import Translator, build_prompt
 from bouquet_eval.aggregate import append_manifest, direction_scores
 from bouquet_eval.data import Direction
-from bouquet_eval.io import read_jsonl, write_jsonl
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.prompt import language_name
 from bouquet_eval.provenance import REDACTED, ResumableOutput, redact, redact_command
@@ -146,28 +145,6 @@ def test_loading_translators_and_prompt_functions() -> None:
     assert load_prompt_fn("bouquet_eval.prompt:build_prompt", None) is build_prompt
     made = load_prompt_fn("tests.test_units:suffixed_prompt", {"suffix": "!"})
     assert made("eng_Latn", "fra_Latn", "x") == build_prompt("eng_Latn", "fra_Latn", "x") + "!"
-
-
-def test_jsonl_round_trip_and_errors(tmp_path: Path) -> None:
-    frame = pd.DataFrame(
-        {
-            "src_lang": ["eng_Latn"],
-            "tgt_lang": ["fra_Latn"],
-            "src_text": ["a\nb"],
-            "ref_text": ["c"],
-            "mt_text": ["d 🎉"],
-            "uniq_id": ["s1"],
-        }
-    )
-    path = tmp_path / "t.jsonl"
-    write_jsonl(path, frame)
-    pd.testing.assert_frame_equal(read_jsonl(path), frame)
-    path.write_text(path.read_text() + '{"src_lang": "eng_Latn"}\n')
-    with pytest.raises(ValueError, match=r"t.jsonl, line 2: missing field\(s\) tgt_lang"):
-        read_jsonl(path)
-    path.write_text("{not json\n")
-    with pytest.raises(ValueError, match="line 1: not valid JSON"):
-        read_jsonl(path)
 
 
 def test_chrf_metric_is_sacrebleu_chrf_plus_plus() -> None:

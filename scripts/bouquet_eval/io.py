@@ -56,26 +56,6 @@ def write_jsonl(path: Path, frame: pd.DataFrame) -> None:
     write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
-def read_jsonl(path: Path, required: tuple[str, ...] = TRANSLATION_COLUMNS) -> pd.DataFrame:
-    """Read translations; a malformed line raises an error naming the file and line."""
-    import pandas as pd
-
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}, line {number}: expected a JSON object")
-            missing = [field for field in required if field not in row]
-            if missing:
-                raise ValueError(f"{path}, line {number}: missing field(s) {', '.join(missing)}")
-            rows.append(row)
-    return pd.DataFrame(rows, columns=list(rows[0]) if rows else list(required))
-
-
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     write_atomically(path, lambda temporary: frame.to_parquet(temporary, index=False))
 

@@ -109,6 +109,21 @@ _SEQ2SEQ_SETTINGS = {
 }
 _SEQ2SEQ = "bouquet_eval.translators.hf_seq2seq"
 
+
+def _seq2seq(
+    name: str, prompt_fn: str | None = None, extra_settings: Mapping[str, Setting] | None = None
+) -> Backend:
+    """A Hugging Face seq2seq family: one GPU unless on the CPU, weights from the hub."""
+    return Backend(
+        f"{_SEQ2SEQ}:{name}",
+        {**_SEQ2SEQ_SETTINGS, **(extra_settings or {})},
+        prompt_fn=prompt_fn,
+        environment="hf",
+        default_gpus=1,
+        hub_model=True,
+    )
+
+
 BACKENDS: Mapping[str, Backend] = MappingProxyType(
     {
         "copy-source": Backend("bouquet_eval.translators.bounds:CopySource", takes_prompts=False),
@@ -163,31 +178,11 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
             gpus_setting="tensor_parallel_size",
             hub_model=True,
         ),
-        "nllb": Backend(
-            f"{_SEQ2SEQ}:NLLBTranslator",
-            _SEQ2SEQ_SETTINGS,
-            prompt_fn=f"{_SEQ2SEQ}:nllb_prompt",
-            environment="hf",
-            default_gpus=1,
-            hub_model=True,
-        ),
-        "madlad": Backend(
-            f"{_SEQ2SEQ}:MadladTranslator",
-            _SEQ2SEQ_SETTINGS,
-            prompt_fn=f"{_SEQ2SEQ}:madlad_prompt",
-            environment="hf",
-            default_gpus=1,
-            hub_model=True,
-        ),
-        "aya": Backend(
-            f"{_SEQ2SEQ}:AyaTranslator",
-            {
-                **_SEQ2SEQ_SETTINGS,
-                "allow_untrained_languages": _setting({"type": "boolean"}, False),
-            },
-            environment="hf",
-            default_gpus=1,
-            hub_model=True,
+        "nllb": _seq2seq("NLLBTranslator", f"{_SEQ2SEQ}:nllb_prompt"),
+        "madlad": _seq2seq("MadladTranslator", f"{_SEQ2SEQ}:madlad_prompt"),
+        "aya": _seq2seq(
+            "AyaTranslator",
+            extra_settings={"allow_untrained_languages": _setting({"type": "boolean"}, False)},
         ),
     }
 )
