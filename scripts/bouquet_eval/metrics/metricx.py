@@ -87,6 +87,8 @@ class MetricX:
         qe: bool = False,
         device: str = "auto",
         dtype: str = "auto",
+        # Within 4% of the fastest budget measured on an H100 at about half its peak memory
+        # (benchmarks/gpu_results.md).
         batch_tokens: int = 16384,
     ) -> None:
         if dtype not in ("auto", *DTYPES):
