@@ -367,3 +367,19 @@ def test_missing_or_broken_tokenizer_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "tokenizer_config.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"tokenizer_config.json: not valid JSON \(.*line 1"):
         tokenizer_files(str(tmp_path))
+
+
+def test_a_tokenizer_json_is_named_as_unused(
+    mt5_tokenizer: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutil.copytree(mt5_tokenizer, tmp_path / "tokenizer")
+    (tmp_path / "tokenizer" / "tokenizer.json").write_text("{}")
+
+    with caplog.at_level("WARNING", logger="bouquet_eval.metrics.metricx_tokenizer"):
+        files = tokenizer_files(str(tmp_path / "tokenizer"))
+
+    assert files.spiece == (mt5_tokenizer / "spiece.model").read_bytes()
+    assert [record.getMessage() for record in caplog.records] == [
+        f"metricx tokenizer: {tmp_path / 'tokenizer' / 'tokenizer.json'} is not used; "
+        "the tokenizer is built from spiece.model"
+    ]
