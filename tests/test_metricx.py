@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import tokenizers
 import torch
 import transformers
-from transformers import AutoTokenizer, MT5ForConditionalGeneration
+from transformers import MT5ForConditionalGeneration
 
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.metrics.metricx import MetricX, token_budget_batches
+from bouquet_eval.metrics.metricx_tokenizer import build_tokenizer, tokenizer_files
 
 from .tiny_mt5 import TinyCheckpoint, build_tiny_mt5, pseudo_sentence
 
@@ -60,22 +62,31 @@ def input_texts(rows: pd.DataFrame, qe: bool) -> list[str]:
     return texts
 
 
+def official_tokenizer(checkpoint: TinyCheckpoint) -> tokenizers.Tokenizer:
+    """The tokenizer with the official pipeline's ids (test_metricx_tokenization.py proves it)."""
+    return build_tokenizer(tokenizer_files(str(checkpoint.tokenizer)), LIMIT)
+
+
+def score_id(tokenizer: tokenizers.Tokenizer) -> int:
+    # mT5 numbers its sentinels down from the end of the vocabulary: <extra_id_10> is 11th last.
+    return tokenizer.get_vocab_size() - 11
+
+
 def raw_logits(checkpoint: TinyCheckpoint, rows: pd.DataFrame, qe: bool) -> list[float]:
     """The score logit per row, unclamped, one row at a time, as metricx24/predict.py does it."""
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint.tokenizer)
+    tokenizer = official_tokenizer(checkpoint)
     model = MT5ForConditionalGeneration.from_pretrained(checkpoint.model).eval()
-    # mT5 numbers its sentinels down from the end of the vocabulary: <extra_id_10> is 11th last.
-    score_id = len(tokenizer) - 11
     logits = []
     for text in input_texts(rows, qe):
-        encoded = tokenizer(text, max_length=LIMIT, truncation=True, return_tensors="pt")
+        # Cut to the limit with the final </s> kept, which is then dropped.
+        ids = torch.tensor([tokenizer.encode(text).ids[:-1]])
         with torch.no_grad():
             output = model(
-                input_ids=encoded["input_ids"][:, :-1],
-                attention_mask=encoded["attention_mask"][:, :-1],
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
                 decoder_input_ids=torch.zeros((1, 1), dtype=torch.long),
             )
-        logits.append(output.logits[0, 0, score_id].item())
+        logits.append(output.logits[0, 0, score_id(tokenizer)].item())
     return logits
 
 
@@ -126,7 +137,8 @@ def test_batched_scores_equal_one_at_a_time(checkpoint: TinyCheckpoint, qe: bool
 
 
 def test_input_is_cut_to_the_limit(checkpoint: TinyCheckpoint) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint.tokenizer)
+    tokenizer = official_tokenizer(checkpoint)
+    tokenizer.no_truncation()
     rng = random.Random(3)
     source = long_text(rng, 500)
     # Different words, candidates and references after the cut change nothing.
@@ -137,7 +149,7 @@ def test_input_is_cut_to_the_limit(checkpoint: TinyCheckpoint) -> None:
         ]
     )
     full = f"source: {source} candidate: a candidate reference: a reference"
-    full_ids = tokenizer(full)["input_ids"]
+    full_ids = tokenizer.encode(full).ids
     assert len(full_ids) > LIMIT + 100
 
     scores = make_metric(checkpoint).score(rows)["metricx"]
@@ -150,7 +162,7 @@ def test_input_is_cut_to_the_limit(checkpoint: TinyCheckpoint) -> None:
             output = model(
                 input_ids=torch.tensor([ids]), decoder_input_ids=torch.zeros((1, 1), dtype=int)
             )
-        return output.logits[0, 0, len(tokenizer) - 11].item()
+        return output.logits[0, 0, score_id(tokenizer)].item()
 
     # The kept part is the first LIMIT - 1 tokens of the whole input, and the cut matters.
     assert scores[0] == pytest.approx(min(max(logit(full_ids[: LIMIT - 1]), 0), 25), abs=TOLERANCE)
@@ -241,10 +253,8 @@ def test_padding_counts_add_up(
     checkpoint: TinyCheckpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     rows = mixed_rows([2, 50, 5, 120, 9], seed=8)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint.tokenizer)
-    lengths = [
-        min(len(tokenizer(text)["input_ids"]), LIMIT) - 1 for text in input_texts(rows, qe=False)
-    ]
+    tokenizer = official_tokenizer(checkpoint)
+    lengths = [len(tokenizer.encode(text).ids) - 1 for text in input_texts(rows, qe=False)]
     budget = 600
     metric = make_metric(checkpoint, batch_tokens=budget)
 
@@ -303,7 +313,8 @@ def test_signature() -> None:
 
     assert metric.signature() == (
         "model:google/metricx-24-hybrid-xl-v2p6|tokenizer:google/mt5-xl|qe:no|maxlen:1536"
-        f"|dtype:float32|transformers:{transformers.__version__}"
+        f"|tokenization:t5fast-hf4.30.2|dtype:float32|tokenizers:{tokenizers.__version__}"
+        f"|transformers:{transformers.__version__}"
     )
     # How the work is split and where it runs do not change the scores.
     assert MetricX(device="cpu", batch_tokens=5).signature() == metric.signature()

@@ -1,9 +1,11 @@
 """A tiny random mT5 and sentencepiece tokenizer laid out like a MetricX checkpoint, offline.
 
 The tokenizer is trained here on generated pseudo-words in several scripts, with the T5 id
-layout (pad 0, eos 1, unk 2, no bos) and 100 sentinel tokens, so `<extra_id_10>` sits where the
-real mT5 vocabulary puts it relative to its end. The model's `lm_head` gets weights of its own,
-as the released MetricX checkpoints do; `tied=True` builds the broken variant instead.
+layout (pad 0, eos 1, unk 2, no bos), and laid out as google/mt5-xl's is: its 100 sentinels are
+user-defined pieces `▁<extra_id_99>` ... `▁<extra_id_0>` at the end of `spiece.model` itself,
+and tokenizer_config.json says `extra_ids: 0`. So `▁<extra_id_10>` is the 11th id from the end,
+as mT5's 250089 is. The model's `lm_head` gets weights of its own, as the released MetricX
+checkpoints do; `tied=True` builds the broken variant instead.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def training_lines(rng: random.Random, count: int = 360) -> list[str]:
 
 
 def train_tokenizer(directory: Path, rng: random.Random, vocab_size: int) -> None:
-    write_t5_sentencepiece(directory, training_lines(rng), vocab_size, extra_ids=100)
+    write_t5_sentencepiece(
+        directory, training_lines(rng), vocab_size, extra_ids=0, sentinel_pieces=100
+    )
 
 
 def write_t5_sentencepiece(
@@ -70,10 +74,17 @@ def write_t5_sentencepiece(
     vocab_size: int,
     extra_ids: int,
     symbols: tuple[str, ...] = (),
+    sentinel_pieces: int = 0,
 ) -> None:
     """Train a T5-layout sentencepiece model (<pad> 0, </s> 1, <unk> 2, no <s>) into
-    `directory`, with the tokenizer_config.json that makes AutoTokenizer load it."""
+    `directory`, with the tokenizer_config.json that makes AutoTokenizer load it.
+
+    `extra_ids` sentinels are added by the tokenizer class on loading (T5's layout);
+    `sentinel_pieces` are appended to the sentencepiece model itself, as the T5 library wrote
+    mT5's (`▁<extra_id_N>`, user-defined, score 0, the highest N first).
+    """
     import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
@@ -91,8 +102,15 @@ def write_t5_sentencepiece(
         num_threads=1,
         minloglevel=2,
     )
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())
+    for index in reversed(range(sentinel_pieces)):
+        proto.pieces.add(
+            piece=f"▁<extra_id_{index}>",
+            score=0.0,
+            type=sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED,
+        )
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "spiece.model").write_bytes(model.getvalue())
+    (directory / "spiece.model").write_bytes(proto.SerializeToString())
     config = {"tokenizer_class": "T5Tokenizer", "extra_ids": extra_ids}
     (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
 
@@ -101,13 +119,14 @@ def build_model(directory: Path, tokenizer: Any, size: dict[str, int], tied: boo
     import torch
     from transformers import MT5Config, MT5ForConditionalGeneration
 
-    config = MT5Config(vocab_size=len(tokenizer), feed_forward_proj="gated-gelu", **size)
+    vocab_size = tokenizer.get_vocab_size()
+    config = MT5Config(vocab_size=vocab_size, feed_forward_proj="gated-gelu", **size)
     model = MT5ForConditionalGeneration(config).eval()
     if not tied:
         # A head of its own, as the released checkpoints have, rather than the embeddings'.
-        head = torch.randn(len(tokenizer), config.d_model) * config.d_model**-0.5
+        head = torch.randn(vocab_size, config.d_model) * config.d_model**-0.5
         model.lm_head.weight = torch.nn.Parameter(head)
-        aim_score_row(model, tokenizer, random.Random(len(tokenizer)))
+        aim_score_row(model, tokenizer, random.Random(vocab_size))
     model.save_pretrained(directory)
 
 
@@ -126,10 +145,13 @@ def aim_score_row(model: Any, tokenizer: Any, rng: random.Random) -> None:
         f"source: {pseudo_sentence(rng, 20)} candidate: {pseudo_sentence(rng, rng.randint(0, 20))}"
         for _ in range(64)
     ]
-    encoded = tokenizer(texts, padding=True, return_tensors="pt")
+    tokenizer.enable_padding(pad_id=0)
+    encoded = tokenizer.encode_batch(texts)
+    tokenizer.no_padding()
     with torch.no_grad():
         states = model(
-            **encoded,
+            input_ids=torch.tensor([encoding.ids for encoding in encoded]),
+            attention_mask=torch.tensor([encoding.attention_mask for encoding in encoded]),
             decoder_input_ids=torch.zeros((len(texts), 1), dtype=torch.long),
             output_hidden_states=True,
         ).decoder_hidden_states[-1][:, 0]
@@ -138,7 +160,7 @@ def aim_score_row(model: Any, tokenizer: Any, rng: random.Random) -> None:
         direction -= direction.dot(mean) / mean.dot(mean) * mean
         spread = ((states - mean) @ direction).std()
         row = 12 * mean / mean.dot(mean) + 8 * direction / spread
-        model.lm_head.weight[tokenizer.convert_tokens_to_ids("<extra_id_10>")] = row
+        model.lm_head.weight[tokenizer.token_to_id("▁<extra_id_10>")] = row
 
 
 def build_tiny_mt5(
@@ -151,12 +173,13 @@ def build_tiny_mt5(
 ) -> TinyCheckpoint:
     """Write `<directory>/tokenizer` and `<directory>/model`; the same seed gives the same files."""
     import torch
-    from transformers import AutoTokenizer
+
+    from bouquet_eval.metrics.metricx_tokenizer import build_tokenizer, tokenizer_files
 
     rng = random.Random(seed)
     torch.manual_seed(seed)
     checkpoint = TinyCheckpoint(model=directory / "model", tokenizer=directory / "tokenizer")
     train_tokenizer(checkpoint.tokenizer, rng, pieces)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint.tokenizer)
+    tokenizer = build_tokenizer(tokenizer_files(str(checkpoint.tokenizer)), max_length=1536)
     build_model(checkpoint.model, tokenizer, size or TINY, tied)
     return checkpoint

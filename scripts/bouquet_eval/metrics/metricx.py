@@ -3,7 +3,8 @@
 Scores match google-research/metricx (`metricx24/predict.py`, which scores one segment at a
 time) while batching many segments: inputs are sorted by length and packed under a token
 budget, so little compute goes to padding, and the scores are returned in the rows' order.
-torch and transformers are imported only when the model loads, on the first `score` call.
+The token ids are those of the official pipeline's tokenizer (see `metricx_tokenizer`).
+torch, transformers and tokenizers are imported only when first needed, by `score`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from bouquet_eval.devices import resolve_device, resolve_dtype
+from bouquet_eval.metrics import metricx_tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_INPUT_TOKENS = 1536
-SCORE_TOKEN = "<extra_id_10>"
-"""The vocabulary entry whose logit the regression head was trained to produce."""
 SCORE_RANGE = (0.0, 25.0)
 PAD_ID = 0
 DTYPES = ("float32", "bfloat16", "float16")
@@ -88,6 +88,8 @@ class MetricX:
         qe: bool = False,
         device: str = "auto",
         dtype: str = "auto",
+        # Within 4% of the fastest budget measured on an H100 at about half its peak memory
+        # (benchmarks/gpu_results.md).
         batch_tokens: int = 16384,
     ) -> None:
         if dtype not in ("auto", *DTYPES):
@@ -118,7 +120,9 @@ class MetricX:
             "tokenizer": self.tokenizer_name,
             "qe": "yes" if self.qe else "no",
             "maxlen": MAX_INPUT_TOKENS,
+            "tokenization": metricx_tokenizer.SCHEME,
             "dtype": self.resolved_dtype(),
+            "tokenizers": version("tokenizers"),
             "transformers": version("transformers"),
         }
         return "|".join(f"{key}:{value}" for key, value in fields.items())
@@ -145,7 +149,7 @@ class MetricX:
         The reference implementation drops the last token even when truncation has already cut
         the real end off, so a long input ends one token short of the limit, with no end token.
         """
-        self._load()
+        tokenizer = self._load_tokenizer()
         references: Sequence[str | None] = (
             [None] * len(rows) if self.qe else rows["ref_text"].tolist()
         )
@@ -155,10 +159,7 @@ class MetricX:
                 rows["src_text"], rows["mt_text"], references, strict=True
             )
         ]
-        encoded = self._tokenizer(
-            texts, max_length=MAX_INPUT_TOKENS, truncation=True, padding=False
-        )
-        return [ids[:-1] for ids in encoded["input_ids"]]
+        return [encoding.ids[:-1] for encoding in tokenizer.encode_batch(texts)]
 
     def score_encoded(
         self, sequences: Sequence[Sequence[int]], batches: Sequence[Sequence[int]]
@@ -211,23 +212,27 @@ class MetricX:
         ).logits
         return logits[:, 0, self._score_id].float().clamp(*SCORE_RANGE).tolist()
 
+    def _load_tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            files = metricx_tokenizer.tokenizer_files(self.tokenizer_name)
+            tokenizer = metricx_tokenizer.build_tokenizer(files, MAX_INPUT_TOKENS)
+            self._score_id = metricx_tokenizer.score_token_id(tokenizer, self.tokenizer_name)
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
     def _load(self) -> None:
         if self._model is not None:
             return
         import torch
-        from transformers import AutoTokenizer, MT5ForConditionalGeneration
+        from transformers import MT5ForConditionalGeneration
 
+        self._load_tokenizer()
         device, dtype = self.resolved_device(), self.resolved_dtype()
-        tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_name)
-        score_id = tokenizer.convert_tokens_to_ids(SCORE_TOKEN)
-        if score_id == tokenizer.unk_token_id:
-            raise ValueError(f"metricx: tokenizer {self.tokenizer_name} has no {SCORE_TOKEN} token")
         log.info("metricx: loading %s (%s) on %s", self.model_name, dtype, device)
         model = MT5ForConditionalGeneration.from_pretrained(
             self.model_name, dtype=getattr(torch, dtype)
         )
         check_untied(model, self.model_name)
-        self._tokenizer, self._score_id = tokenizer, score_id
         self._model = model.to(device).eval()
 
 

@@ -1,0 +1,67 @@
+"""The GPU benchmarks run end to end on the CPU with `--tiny`, so that they do not rot unseen.
+
+Their numbers mean nothing here; what is checked is that every plan ran and that what the
+results files report adds up. They run in this process, whose torch and transformers are
+already imported.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPOSITORY
+
+BENCHMARKS = REPOSITORY / "benchmarks"
+
+
+def run_benchmark(monkeypatch: pytest.MonkeyPatch, script: str, *arguments: str) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    monkeypatch.setattr(sys, "argv", [str(BENCHMARKS / script), *arguments])
+    runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
+
+
+def test_metricx_benchmark_runs_tiny(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "metricx.json"
+    arguments = ["--tiny", "--segments", "8", "--single-segments", "2", "--budgets", "2000"]
+    run_benchmark(
+        monkeypatch,
+        "metricx_batching.py",
+        *arguments,
+        "--fixed",
+        "1,3",
+        "--repeats",
+        "1",
+        "--output",
+        str(output),
+    )
+
+    plans = json.loads(output.read_text())["plans"]
+    assert list(plans) == ["budget 2000, sorted", "fixed 1, unsorted", "fixed 3, unsorted"]
+    assert [plan["segments"] for plan in plans.values()] == [8, 2, 8]
+    assert [plan["batches"] for plan in plans.values()][1:] == [2, 3]
+    assert plans["fixed 1, unsorted"]["real_ratio"] == 1.0
+    assert all(
+        0 < plan["real_ratio"] <= 1 and plan["segments_per_s"] > 0 for plan in plans.values()
+    )
+    assert "| plan | segments | batches |" in capsys.readouterr().out
+
+
+def test_seq2seq_benchmark_runs_tiny(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "seq2seq.json"
+    arguments = ["--tiny", "--segments", "4", "--batch-sizes", "1,4", "--new-tokens", "3"]
+    run_benchmark(monkeypatch, "seq2seq_throughput.py", *arguments, "--output", str(output))
+
+    results = json.loads(output.read_text())["results"]
+    assert list(results) == ["tiny batch 1", "tiny batch 4"]
+    # Every prompt generates exactly --new-tokens tokens: the end token is held back.
+    assert [run["generated_tokens"] for run in results.values()] == [4 * 3, 4 * 3]
+    assert "| shape | batch_size |" in capsys.readouterr().out
