@@ -39,7 +39,7 @@ with job_logging(snakemake.log[0]) as log:
             config=redact(config),
             model_name=snakemake.wildcards.model,
             model_settings=model_settings(model_entry(config, snakemake.wildcards.model)),
-            dataset_identity=resolve_dataset(config["dataset"]).identity,
+            dataset_identity=resolve_dataset(config["dataset"], fetch=False).identity,
             directions=directions,
             metric_signatures=recorded_signatures([Path(path) for path in snakemake.input]),
             resampling=resampling,

@@ -34,7 +34,9 @@ if not workflow.overwrite_configfiles:
 
 try:
     validate_config(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
-    DATASET = resolve_dataset(config["dataset"])
+    # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
+    # them see the commit it resolved the revision to.
+    DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
     DIRECTIONS = select_directions(
         DATASET.directions(),
         src_langs=config["directions"]["src_langs"],
