@@ -17,6 +17,7 @@ from bouquet_eval.io import write_atomically, write_json, write_parquet
 from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE, ResumableOutput
 from bouquet_eval.stats import Resampling, bootstrap_interval
 from bouquet_eval.translate import TIMING_DIR
+from bouquet_eval.version import package_version
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
 ENGLISH = "eng_Latn"
@@ -166,7 +167,7 @@ def manifest_entry(
     command = os.environ.get(COMMAND_ENVIRONMENT_VARIABLE)
     return {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "bouquet_eval_version": version("bouquet-eval"),
+        "bouquet_eval_version": package_version(),
         "snakemake_version": version("snakemake"),
         "python_version": platform.python_version(),
         "command": json.loads(command) if command else None,

@@ -17,7 +17,9 @@ from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 
-REPOSITORY = Path(workflow.basedir).parent
+# The workflow's own sources, found from this file: a checkout, a deployed copy and a module of
+# another workflow each use theirs (workflow.basedir would be the outermost Snakefile's).
+REPOSITORY = Path(workflow.current_basedir).parent.parent
 # Lets configuration files name files of the repository from any working directory.
 os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
 # Jobs run in other processes; they inherit the command line of the run for the manifest.
@@ -33,7 +35,7 @@ if not workflow.overwrite_configfiles:
 
 
 try:
-    validate_config(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    validate_config(config, REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
     # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
     # them see the commit it resolved the revision to.
     DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
@@ -101,7 +103,8 @@ def provided_translations(model, directions):
     return [str(folder / f"{direction}.jsonl") for direction in directions]
 
 
-# The conda environment of each family of jobs (envs/), for --sdm conda.
+# The conda environment of each family of jobs (envs/), for --sdm conda; relative to the rule
+# files, as Snakemake reads conda paths, wherever the workflow's sources are.
 TRANSLATOR_ENVIRONMENTS = {
     "openai": "api",
     "vllm": "vllm",
@@ -113,12 +116,12 @@ TRANSLATOR_ENVIRONMENTS = {
 
 def translator_environment(model):
     name = TRANSLATOR_ENVIRONMENTS.get(model["translator"], "workflow")
-    return str(REPOSITORY / "envs" / f"{name}.yaml")
+    return f"../../envs/{name}.yaml"
 
 
 def score_environment():
     neural = {"metricx", "glotlid"} & set(config["metrics"])
-    return str(REPOSITORY / "envs" / ("metrics.yaml" if neural else "workflow.yaml"))
+    return f"../../envs/{'metrics' if neural else 'workflow'}.yaml"
 
 
 def grows_with_attempt(stage, key):

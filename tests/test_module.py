@@ -1,0 +1,100 @@
+"""The workflow used as a module of another one, from a folder of its own, by a Python that has
+Snakemake and the dependencies but not bouquet_eval: the demo runs to the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bouquet_eval.version import package_version
+
+from .conftest import REPOSITORY, SNAKEFILE
+
+HOST_SNAKEFILE = """\
+configfile: "config/demo.yaml"
+
+
+module bouquet:
+    snakefile:
+        "{snakefile}"
+    config:
+        config
+
+
+use rule * from bouquet
+"""
+
+
+@pytest.fixture(scope="module")
+def python_without_the_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment that sees this one's packages, bouquet_eval's excepted (no module,
+    no metadata): what a deployment's environment without the workflow installed looks like."""
+    folder = tmp_path_factory.mktemp("environment")
+    packages = folder / "packages"
+    packages.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if "bouquet" not in entry.name and entry.suffix != ".pth":
+            (packages / entry.name).symlink_to(entry)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", folder / "venv"], check=True)
+    (folder / "venv").joinpath(
+        Path(sysconfig.get_path("purelib")).relative_to(sys.prefix), "dependencies.pth"
+    ).write_text(f"{packages}\n")
+    python = folder / "venv" / "bin" / "python"
+    probe = subprocess.run(
+        [python, "-c", "import snakemake, pandas; import bouquet_eval"],
+        env=environment_without_the_package(),
+        capture_output=True,
+        text=True,
+    )
+    assert "No module named 'bouquet_eval'" in probe.stderr, probe.stderr
+    return python
+
+
+def environment_without_the_package() -> dict[str, str]:
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("PYTHONPATH", "BOUQUET_EVAL_HOME")
+    }
+
+
+def run_snakemake(python: Path, host: Path, *arguments: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [python, "-m", "snakemake", "--cores", "2", *arguments],
+        cwd=host,
+        env=environment_without_the_package(),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    return result
+
+
+def check_demo_outputs(workdir: Path) -> None:
+    for model in ("copy-source", "reference"):
+        scores = pd.read_csv(workdir / "runs" / model / "scores.csv")
+        assert len(scores) == len(list((REPOSITORY / "data" / "sample" / "parquet").iterdir()))
+        manifest = json.loads((workdir / "runs" / model / "manifest.json").read_text())
+        (entry,) = manifest["entries"]
+        assert entry["dataset"]["path"] == str(REPOSITORY / "data" / "sample" / "parquet")
+        assert entry["bouquet_eval_version"] == package_version() != "unknown"
+    reference = pd.read_csv(workdir / "runs" / "reference" / "scores.csv")
+    assert (reference["chrfpp"] == 100).all()
+
+
+def test_the_demo_through_a_module_declaration(
+    python_without_the_package: Path, tmp_path: Path
+) -> None:
+    host = tmp_path / "host"
+    (host / "config").mkdir(parents=True)
+    (host / "config" / "demo.yaml").write_text((REPOSITORY / "config" / "demo.yaml").read_text())
+    (host / "Snakefile").write_text(HOST_SNAKEFILE.format(snakefile=SNAKEFILE))
+    run_snakemake(python_without_the_package, host)
+    check_demo_outputs(host)
