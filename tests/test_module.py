@@ -65,11 +65,13 @@ def environment_without_the_package() -> dict[str, str]:
     }
 
 
-def run_snakemake(python: Path, host: Path, *arguments: str) -> subprocess.CompletedProcess:
+def run_snakemake(
+    python: Path, host: Path, *arguments: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [python, "-m", "snakemake", "--cores", "2", *arguments],
         cwd=host,
-        env=environment_without_the_package(),
+        env={**environment_without_the_package(), **(environment or {})},
         capture_output=True,
         text=True,
     )
@@ -77,13 +79,15 @@ def run_snakemake(python: Path, host: Path, *arguments: str) -> subprocess.Compl
     return result
 
 
-def check_demo_outputs(workdir: Path) -> None:
+def check_demo_outputs(workdir: Path, sources: Path) -> None:
+    """The demo's outputs, from the sample of the workflow's files at `sources`."""
+    sample = sources / "data" / "sample" / "parquet"
     for model in ("copy-source", "reference"):
         scores = pd.read_csv(workdir / "runs" / model / "scores.csv")
-        assert len(scores) == len(list((REPOSITORY / "data" / "sample" / "parquet").iterdir()))
+        assert len(scores) == len(list(sample.iterdir()))
         manifest = json.loads((workdir / "runs" / model / "manifest.json").read_text())
         (entry,) = manifest["entries"]
-        assert entry["dataset"]["path"] == str(REPOSITORY / "data" / "sample" / "parquet")
+        assert entry["dataset"]["path"] == str(sample)
         assert entry["bouquet_eval_version"] == package_version() != "unknown"
     reference = pd.read_csv(workdir / "runs" / "reference" / "scores.csv")
     assert (reference["chrfpp"] == 100).all()
@@ -97,4 +101,66 @@ def test_the_demo_through_a_module_declaration(
     (host / "config" / "demo.yaml").write_text((REPOSITORY / "config" / "demo.yaml").read_text())
     (host / "Snakefile").write_text(HOST_SNAKEFILE.format(snakefile=SNAKEFILE))
     run_snakemake(python_without_the_package, host)
-    check_demo_outputs(host)
+    check_demo_outputs(host, REPOSITORY)
+
+
+GITHUB_URL = "https://github.com/bouquet-tests/bouquet-eval"
+
+
+def github_stand_in(tmp_path: Path) -> dict[str, str]:
+    """A git repository of this checkout's files, tagged v1, that git fetches in place of
+    GITHUB_URL (a `url.insteadOf` rule in a git configuration of its own); the environment
+    variables that make git, and Snakemake's source cache, use them."""
+    origin = tmp_path / "origin"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+    )
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = REPOSITORY / name
+        if source.is_file():
+            (origin / name).parent.mkdir(parents=True, exist_ok=True)
+            (origin / name).write_bytes(source.read_bytes())
+    git_config = tmp_path / "gitconfig"
+    git_config.write_text(
+        f'[user]\n\tname = test\n\temail = test@example.org\n[url "file://{origin}"]\n'
+        f"\tinsteadOf = {GITHUB_URL}\n"
+    )
+    environment = {
+        "GIT_CONFIG_GLOBAL": str(git_config),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    git = {**os.environ, **environment}
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "v1"], ["tag", "v1"]):
+        subprocess.run(["git", *command], cwd=origin, env=git, check=True)
+    return environment
+
+
+def test_the_demo_deployed_by_snakedeploy_from_github(
+    python_without_the_package: Path, tmp_path: Path
+) -> None:
+    """`snakedeploy deploy-workflow <github url> --tag v1`, then the demo through the
+    `github(...)` module it declares: the workflow's files come from git, not from disk."""
+    environment = github_stand_in(tmp_path)
+    deployment = tmp_path / "deployment"
+    snakedeploy = Path(sys.executable).parent / "snakedeploy"
+    subprocess.run(
+        [snakedeploy, "deploy-workflow", GITHUB_URL, deployment, "--tag", "v1"],
+        env={**os.environ, **environment},
+        capture_output=True,
+        check=True,
+    )
+    declared = (deployment / "workflow" / "Snakefile").read_text()
+    assert 'github("bouquet-tests/bouquet-eval", path="workflow/Snakefile", tag="v1")' in declared
+    run_snakemake(
+        python_without_the_package,
+        deployment,
+        "--configfile",
+        "config/demo.yaml",
+        environment=environment,
+    )
+    (copy,) = (deployment / ".snakemake" / "bouquet-eval-sources").iterdir()
+    check_demo_outputs(deployment, copy)

@@ -17,10 +17,8 @@ from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 
-# The workflow's own sources, found from this file: a checkout, a deployed copy and a module of
-# another workflow each use theirs (workflow.basedir would be the outermost Snakefile's).
-REPOSITORY = Path(workflow.current_basedir).parent.parent
-# Lets configuration files name files of the repository from any working directory.
+# Lets configuration files name files of the repository (REPOSITORY, from sources.smk: the
+# workflow's own, not workflow.basedir, which is the outermost Snakefile's) from anywhere.
 os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
 # Jobs run in other processes; they inherit the command line of the run for the manifest.
 os.environ.setdefault(
