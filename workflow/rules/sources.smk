@@ -49,6 +49,7 @@ def workflow_sources(rules_folder):
 REPOSITORY = workflow_sources(workflow.current_basedir)
 PACKAGE_ROOT = str(REPOSITORY / "scripts")
 sys.path.insert(0, PACKAGE_ROOT)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [PACKAGE_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+INHERITED_PYTHONPATH = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+os.environ.update(
+    PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, *filter(None, INHERITED_PYTHONPATH)])
 )
