@@ -31,16 +31,17 @@ Every request is recorded with the token it carried.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import hmac
 import json
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 LFS_PATTERNS = ("*.bin", "*.safetensors", "*.parquet", "*.model", "*.h5", "*.msgpack")
@@ -121,6 +122,22 @@ class HubError(Exception):
         self.status, self.code, self.message, self.commit = status, code, message, commit
 
 
+@contextlib.contextmanager
+def _serving(hub: HubServer) -> Iterator[ThreadingHTTPServer]:
+    """An HTTP server for `hub` on a free port of the loopback interface, in a thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    server.hub = hub  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
 class HubServer:
     """See the module docstring. `page_size` bounds a tree listing's pages (the Hub's is 1000)."""
 
@@ -132,27 +149,15 @@ class HubServer:
         self._sent: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._running = contextlib.ExitStack()
 
     def __enter__(self) -> HubServer:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.hub = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = self._running.enter_context(_serving(self))
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.shutdown()
-            self._thread.join()
-            self._server.server_close()
-            self._server = None
+    def __exit__(self, *exception: object) -> None:
+        self._running.close()
+        self._server = None
 
     @property
     def port(self) -> int:
