@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,8 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from bouquet_eval.config import ConfigError
-
-log = logging.getLogger(__name__)
 
 PARTS = ("config", "tokenizer", "weights")
 TOKENIZER_PATTERNS = (
@@ -91,7 +88,6 @@ class Fetched:
 
     need: HubFiles
     commit: str
-    folder: Path
     files: tuple[str, ...]
 
 
@@ -144,15 +140,15 @@ def snapshot(
 
 
 def fetch(need: HubFiles) -> Fetched:
-    """Download what `need` names at its revision, unless cached; the files it got, and where."""
+    """Download what `need` names at its revision, unless cached; which files, at which commit."""
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.hf_api import RepoFile
 
-    url = repository_url(need.repo_id, need.repo_type)
+    what = f"{need.name} ({need.needed_by})"
+    if offline():
+        # Which files a part takes is read from the repository's listing, on the Hub.
+        raise HubError(f"{what}: fetching needs the Hub, and HF_HUB_OFFLINE is set")
     try:
-        if offline():
-            # Listing the repository needs the Hub; the cache alone cannot say what is missing.
-            raise ConnectionError("HF_HUB_OFFLINE is set")
         api = HfApi()
         commit = api.resolve_revision(
             need.repo_id, repo_type=need.repo_type, revision=need.revision
@@ -175,14 +171,13 @@ def fetch(need: HubFiles) -> Fetched:
             ]
             files = select_files(listing, need, lambda name: json.loads(download(name).read_text()))
         with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
-            paths = list(pool.map(download, files))
+            list(pool.map(download, files))
     except HubError:
         raise
     except Exception as error:
-        raise HubError(explain(error, f"{need.name} ({need.needed_by})", url, True)) from None
-    folder = paths[0].parents[len(Path(files[0]).parts) - 1]
-    log.info("%s at %s: %s", need.name, commit, ", ".join(files))
-    return Fetched(need, commit, folder, tuple(files))
+        url = repository_url(need.repo_id, need.repo_type)
+        raise HubError(explain(error, what, url, True)) from None
+    return Fetched(need, commit, tuple(files))
 
 
 def select_files(
