@@ -211,6 +211,7 @@ def matches_any(name: str, patterns: Iterable[str]) -> bool:
 
 
 def weight_files(top: set[str], need: HubFiles, read_json: Callable[[str], Any]) -> list[str]:
+    """The weights of the first format of `WEIGHT_FORMATS` at the top of the repository."""
     for single, index in WEIGHT_FORMATS:
         if single in top:
             return [single]
@@ -226,13 +227,14 @@ def weight_files(top: set[str], need: HubFiles, read_json: Callable[[str], Any])
 
 def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str = "") -> str:
     """One message for a failure to get `what` (at `url`): the cause and what to do."""
+    import httpx2
     from huggingface_hub import constants, get_token
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
-        LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
+        RevisionResolutionError,
     )
 
     token = get_token()
@@ -258,7 +260,8 @@ def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str =
         )
     if isinstance(error, HfHubHTTPError) and error.response.status_code == 401 and token:
         return f"{what}: the Hub rejected the token in use (HF_TOKEN or `hf auth login`)"
-    if isinstance(error, (LocalEntryNotFoundError, ConnectionError, OSError)):
+    # Missing from the cache (OSError: LocalEntryNotFoundError, a 5xx), or no answer from the Hub.
+    if isinstance(error, (OSError, RevisionResolutionError, httpx2.TransportError)):
         if not fetch:
             reason = "this job reads only the cache, which the workflow's main process fills"
         elif offline():
@@ -269,7 +272,7 @@ def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str =
             f"{what} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {reason}. "
             "Fetch it on a machine with network access, with the same configuration and "
             "HF_HOME: `snakemake -s <path to>/workflow/Snakefile --configfile <yours> "
-            "prefetch` (or any run or dry run there); runs without network, and jobs with "
-            f"HF_HUB_OFFLINE=1, then read the cache {otherwise}"
+            "prefetch`; runs without network, and jobs with HF_HUB_OFFLINE=1, then read the "
+            f"cache {otherwise}"
         ).rstrip()
     return f"{what}: {type(error).__name__}: {error}"
