@@ -4,9 +4,6 @@ is, and a run that needs nothing else afterwards, against the local hub (tests/h
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +16,6 @@ from .conftest import Workflow
 from .hub_server import HubServer, files_of
 from .test_data import SENTENCE_LEVEL, bouquet_on_hub
 from .tiny_fasttext import build_tiny_model
-from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama, require_vllm
 from .tiny_mt5 import build_tiny_mt5
 from .tiny_seq2seq import build_nllb
 
@@ -244,57 +240,3 @@ def test_after_prefetch_a_run_needs_nothing_else(
     assert {"chrfpp", "metricx", "glotlid_score", "glotlid_x_metricx"} <= set(scores.columns)
     (entry,) = json.loads((folder / "manifest.json").read_text())["entries"]
     assert entry["dataset"]["commit"] == bouquet.branches["main"]
-
-
-PREFETCH_MODEL = """
-import json, sys
-from bouquet_eval.hub import fetch
-from bouquet_eval.prefetch import hub_needs
-for need in hub_needs(json.loads(sys.argv[1])):
-    fetch(need)
-"""
-TRANSLATE_OFFLINE = """
-import json, sys
-from bouquet_eval.translators.vllm_offline import VLLMTranslator
-print(json.dumps(VLLMTranslator(**json.loads(sys.argv[1])).translate(["one", "two"])))
-"""
-
-
-@pytest.mark.vllm
-def test_vllm_loads_a_prefetched_hub_model_offline(tmp_path: Path) -> None:
-    """What vLLM's own loader reads (config, tokenizer, chat template, weights) for a hub id
-    at a revision: prefetch brings it, and nothing more; the engine then starts offline."""
-    require_vllm()
-    model = build_tiny_llama(tmp_path / "llama")
-    settings = {"model": "org/tiny-llama", "revision": "main", **ENGINE_SETTINGS, "max_tokens": 4}
-    with HubServer() as hub:
-        hub.repository("org/tiny-llama").commit(
-            {
-                **files_of(model),
-                "pytorch_model.bin": b"the same weights, in another format",
-                "original/consolidated.pth": b"the weights as trained",
-                "README.md": b"a card",
-            }
-        )
-        environment = {**os.environ, **hub.environment(tmp_path / "hf")}
-        config = {
-            "metrics": ["chrf"],
-            "models": [{"name": "llm", "translator": "vllm", **settings}],
-        }
-        subprocess.run(
-            [sys.executable, "-c", PREFETCH_MODEL, json.dumps(config)], env=environment, check=True
-        )
-        assert sorted(hub.downloads()) == sorted(
-            f"models/org/tiny-llama/{name}" for name in files_of(model)
-        )
-        hub.clear()
-        offline = {**environment, **VLLM_TEST_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-        result = subprocess.run(
-            [sys.executable, "-c", TRANSLATE_OFFLINE, json.dumps(settings)],
-            env=offline,
-            capture_output=True,
-            text=True,
-        )
-        assert result.returncode == 0, result.stderr
-        assert len(json.loads(result.stdout.splitlines()[-1])) == 2
-        assert hub.requests == []
