@@ -1,6 +1,6 @@
 # Where the workflow's own files are on this machine (REPOSITORY): the repository it runs from,
 # or, when another workflow uses it as a module read from git (snakedeploy's `github(...)`
-# declaration, a `git+file://` path), a copy of the repository at the module's commit, made
+# declaration, or `gitlab(...)`), a copy of the repository at the module's commit, made
 # once under .snakemake/ in the working directory and shared by the jobs. Its package
 # (scripts/bouquet_eval) goes first on sys.path and PYTHONPATH, so that this process and every
 # job it starts import the workflow's own code, whatever the environment has installed.
@@ -12,23 +12,19 @@ import tempfile
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.sourcecache import HostingProviderFile, LocalGitFile
+from snakemake.sourcecache import HostingProviderFile
 
 
 def workflow_sources(rules_folder):
     if isinstance(rules_folder, os.PathLike):
         return Path(rules_folder).parent.parent
-    if isinstance(rules_folder, HostingProviderFile):
-        repository = rules_folder.hosted_repo.repo
-    elif isinstance(rules_folder, LocalGitFile):
-        import git
-
-        repository = git.Repo(rules_folder.repo_path)
-    else:
+    # A git+file:// module fails inside Snakemake 9.27 (LocalGitFile.join), whatever it runs.
+    if not isinstance(rules_folder, HostingProviderFile):
         raise WorkflowError(
-            f"bouquet-eval: cannot run from {rules_folder}: use a local copy of its repository "
-            "or a git source (github(...), gitlab(...) or git+file://)"
+            f"bouquet-eval: cannot run from {rules_folder}: use a local copy of its repository, "
+            "or github(...) or gitlab(...) as the module's snakefile"
         )
+    repository = rules_folder.hosted_repo.repo
     commit = repository.commit(rules_folder.ref).hexsha
     copy = Path(".snakemake", "bouquet-eval-sources", commit).resolve()
     if not copy.is_dir():
