@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +20,8 @@ from bouquet_eval.data import (
     select_directions,
 )
 
-from .conftest import REPOSITORY, SAMPLE
+from .conftest import REPOSITORY, SAMPLE, Workflow
+from .hub_server import HubServer, Repository, files_of
 
 
 def test_direction_parsing() -> None:
@@ -166,44 +167,166 @@ def test_stray_file_names_are_reported(dataset: Path) -> None:
         DatasetSource(dataset, {}).directions()
 
 
-def test_hub_snapshot_from_the_offline_cache(dataset: Path, tmp_path: Path) -> None:
-    """The hub path, offline: a Hugging Face cache laid out as a download leaves it.
+SENTENCE_LEVEL = "benchmark_data/sentence_level"
+RESOLVE = """
+import hashlib, json, os, sys
+from bouquet_eval.config import ConfigError
+from bouquet_eval.data import Direction, resolve_dataset
 
-    In a subprocess, because huggingface_hub reads HF_HOME once, when first imported.
-    """
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    repository = tmp_path / "hf" / "hub" / "datasets--facebook--bouquet"
-    folder = repository / "snapshots" / commit / "benchmark_data" / "sentence_level" / "test"
-    folder.mkdir(parents=True)
-    for path in dataset.glob("*.parquet"):
-        (folder / path.name).write_bytes(path.read_bytes())
-    (repository / "refs").mkdir()
-    (repository / "refs" / "main").write_text(commit)
-    script = textwrap.dedent(
-        """
-        import json, sys
-        from bouquet_eval.config import ConfigError
-        from bouquet_eval.data import resolve_dataset
+results = []
+for token, settings, fetch in json.loads(sys.argv[1]):
+    os.environ.pop("HF_TOKEN", None)
+    if token is not None:
+        os.environ["HF_TOKEN"] = token
+    try:
+        source = resolve_dataset(settings, fetch=fetch)
+    except ConfigError as error:
+        results.append({"error": str(error)})
+        continue
+    frame = source.load(Direction.parse("eng_Latn-fra_Latn"))
+    results.append({"identity": source.identity, "directions": len(source.directions()),
+                    "digest": hashlib.sha256(frame.to_json().encode()).hexdigest()})
+print(json.dumps(results))
+"""
 
-        settings = {"name": "facebook/bouquet", "config": "benchmark_sentence_level",
-                    "split": "test", "revision": "main", "path": None}
-        source = resolve_dataset(settings)
-        try:
-            resolve_dataset({**settings, "split": "dev", "revision": "v2"})
-            missing = None
-        except ConfigError as error:
-            missing = str(error)
-        print(json.dumps({"root": str(source.root), "identity": source.identity,
-                          "directions": len(source.directions()), "missing": missing}))
-        """
+
+def bouquet_on_hub(hub: HubServer, dataset: Path) -> Repository:
+    """A gated facebook/bouquet laid out as on the Hub, with the sample as its test split."""
+    repository = hub.repository("facebook/bouquet", "dataset", gated=True)
+    repository.commit(
+        {
+            **files_of(dataset, f"{SENTENCE_LEVEL}/test/"),
+            f"{SENTENCE_LEVEL}/dev/eng_Latn-fra_Latn.parquet": b"not fetched for the test split",
+            "README.md": b"---\nextra_gated_prompt: accept the conditions\n---\n",
+        }
     )
-    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    return repository
+
+
+def hub_dataset(revision: str, split: str = "test") -> dict:
+    return {
+        "name": "facebook/bouquet",
+        "config": "benchmark_sentence_level",
+        "split": split,
+        "revision": revision,
+        "path": None,
+    }
+
+
+def resolve_from_hub(
+    environment: dict[str, str], *attempts: tuple[str | None, dict, bool]
+) -> list[dict]:
+    """resolve_dataset(settings, fetch=...) with HF_TOKEN=token, for each (token, settings,
+    fetch), in a process of its own: huggingface_hub reads HF_ENDPOINT and HF_HOME on import."""
     result = subprocess.run(
-        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+        [sys.executable, "-c", RESOLVE, json.dumps(attempts)],
+        env={**os.environ, **environment},
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
-    found = json.loads(result.stdout)
-    assert found["root"] == str(folder)
-    assert found["identity"]["commit"] == commit
-    assert found["directions"] == len(list(dataset.glob("*.parquet")))
-    assert "not in the Hugging Face cache and HF_HUB_OFFLINE" in found["missing"]
+    return json.loads(result.stdout)
+
+
+def test_a_gated_dataset_needs_a_token_with_access(dataset: Path, tmp_path: Path) -> None:
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        hub.grant("hf_stranger")
+        main = hub_dataset("main")
+        without, stranger, wrong, reader = resolve_from_hub(
+            hub.environment(tmp_path),
+            (None, main, True),
+            ("hf_stranger", main, True),
+            ("hf_wrong", main, True),
+            ("hf_reader", main, True),
+        )
+        page = f"{hub.url}/datasets/facebook/bouquet"
+        assert without["error"].startswith("dataset facebook/bouquet@main (benchmark_sentence")
+        assert f"is gated: accept its conditions at {page}" in without["error"]
+        assert "export HF_TOKEN=" in without["error"] and "no token was found" in without["error"]
+        assert f"has no access to it: accept its conditions at {page}" in stranger["error"]
+        assert "the Hub rejected the token in use" in wrong["error"]
+        assert reader["identity"]["commit"] == bouquet.branches["main"]
+        assert reader["directions"] == len(list(dataset.glob("*.parquet")))
+        # Only the test split's files, and only with a token that has access.
+        downloads = hub.downloads()
+        assert sorted(downloads) == sorted(
+            f"datasets/facebook/bouquet/{SENTENCE_LEVEL}/test/{path.name}"
+            for path in dataset.glob("*.parquet")
+        )
+        fetched_with = {r.token for r in hub.requests if r.path.startswith("/files/")}
+        assert fetched_with == {None}  # the signed storage URLs are fetched without the token
+
+
+def test_a_branch_that_moved_and_a_pinned_commit(dataset: Path, tmp_path: Path) -> None:
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        environment = hub.environment(tmp_path, token="hf_reader")
+        first = bouquet.branches["main"]
+        before, pinned = resolve_from_hub(
+            environment, ("hf_reader", hub_dataset("main"), True), (None, hub_dataset(first), True)
+        )
+        assert before["identity"]["commit"] == pinned["identity"]["commit"] == first
+
+        frame = pd.read_parquet(dataset / "eng_Latn-fra_Latn.parquet")
+        frame.loc[0, "tgt_text"] = "Une phrase corrigée."
+        changed = tmp_path / "changed.parquet"
+        frame.to_parquet(changed)
+        second = bouquet.commit(
+            {f"{SENTENCE_LEVEL}/test/eng_Latn-fra_Latn.parquet": changed.read_bytes()}
+        )
+        hub.clear()
+        moved, still_pinned = resolve_from_hub(
+            environment, ("hf_reader", hub_dataset("main"), True), (None, hub_dataset(first), True)
+        )
+        # The branch is resolved again: the new commit, whose one changed file is fetched.
+        assert moved["identity"]["commit"] == second
+        assert moved["identity"]["revision"] == "main"
+        assert moved["digest"] != before["digest"]
+        assert hub.downloads() == [
+            f"datasets/facebook/bouquet/{SENTENCE_LEVEL}/test/eng_Latn-fra_Latn.parquet"
+        ]
+        # A cached commit costs no request at all.
+        assert still_pinned["identity"]["commit"] == first
+        assert not any(first in request.path for request in hub.requests)
+        assert still_pinned["digest"] == before["digest"]
+
+    # The hub is gone: the main process falls back to the cache, and a job reads only the cache.
+    hub.clear()
+    offline, job, pinned_offline, dev = resolve_from_hub(
+        environment,
+        ("hf_reader", hub_dataset("main"), True),
+        ("hf_reader", hub_dataset("main"), False),
+        ("hf_reader", hub_dataset(first), False),
+        ("hf_reader", hub_dataset("main", split="dev"), False),
+    )
+    assert offline["identity"]["commit"] == job["identity"]["commit"] == second
+    assert pinned_offline["identity"]["commit"] == first
+    assert "dataset facebook/bouquet@main (benchmark_sentence_level, dev)" in dev["error"]
+    assert "is not in the Hugging Face cache" in dev["error"]
+
+
+def unused_port() -> int:
+    """A port nothing listens on: a connection to it is refused, as with no network."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_first_dry_run_without_network_says_what_to_do(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    """A newcomer's `snakemake -n` with config/config.yaml, an empty cache and no network."""
+    workflow.config_path.write_text((REPOSITORY / "config" / "config.yaml").read_text())
+    endpoint = f"http://127.0.0.1:{unused_port()}"
+    cut_off = {"HF_HOME": str(tmp_path / "empty"), "HF_ENDPOINT": endpoint, "HF_TOKEN": ""}
+    result = workflow.run("--dry-run", check=False, env={**cut_off, "HF_HUB_OFFLINE": "0"})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Traceback" not in output and "huggingface_hub" not in output, output
+    (message,) = [line for line in output.splitlines() if "bouquet-eval:" in line]
+    assert "dataset facebook/bouquet@main (benchmark_sentence_level, test) is not in" in message
+    assert f"the Hub ({endpoint}) could not be reached" in message
+    assert "prefetch" in message and "HF_TOKEN" in message and "dataset.path" in message

@@ -43,6 +43,7 @@ from bouquet_eval.stats import (
     skipna_mean,
 )
 from bouquet_eval.translate import TIMING_DIR
+from bouquet_eval.version import package_version
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +373,7 @@ def manifest_entry(
     command = os.environ.get(COMMAND_ENVIRONMENT_VARIABLE)
     return {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "bouquet_eval_version": version("bouquet-eval"),
+        "bouquet_eval_version": package_version(),
         "snakemake_version": version("snakemake"),
         "python_version": platform.python_version(),
         "workflow": workflow,

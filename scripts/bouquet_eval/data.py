@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bouquet_eval import hub
 from bouquet_eval.config import ConfigError, expand_path
 from bouquet_eval.io import write_json
 from bouquet_eval.languages import split_direction
@@ -27,6 +28,11 @@ HUB_LAYOUT = {
     "benchmark_sentence_level": "benchmark_data/sentence_level",
     "benchmark_paragraph_level": "benchmark_data/paragraph_level",
 }
+WITHOUT_THE_HUB = (
+    "(a gated dataset such as facebook/bouquet needs a token, HF_TOKEN, of an account that "
+    "accepted its conditions). Without the Hub, set dataset.path to a folder of "
+    "<src>-<tgt>.parquet files, or leave out --configfile to run the bundled sample"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -178,45 +184,39 @@ def _read_index(index: Path | None) -> dict[str, Any]:
     return known if isinstance(known, dict) else {}
 
 
-def resolve_dataset(settings: dict[str, Any]) -> DatasetSource:
-    """Find the dataset's files: a local folder, or the hub snapshot at the pinned revision."""
+def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetSource:
+    """Find the dataset's files: a local folder, or the hub snapshot at the configured revision.
+
+    From the hub, `fetch=True` resolves the revision on the Hub (a branch that moved is
+    noticed) and downloads what the cache lacks; `fetch=False` reads only the local cache, as
+    the workflow's jobs do once its main process has fetched (see `bouquet_eval.hub`).
+    """
     if settings.get("path"):
         root = expand_path(settings["path"])
         if not root.is_dir():
             raise ConfigError(f"dataset.path: directory '{root}' not found")
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
-    return _hub_snapshot(settings)
+    return _hub_snapshot(settings, fetch)
 
 
-def _hub_snapshot(settings: dict[str, Any]) -> DatasetSource:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
+def _hub_snapshot(settings: dict[str, Any], fetch: bool) -> DatasetSource:
     subdir = f"{HUB_LAYOUT[settings['config']]}/{settings['split']}"
-    request = {
-        "repo_id": settings["name"],
-        "repo_type": "dataset",
-        "revision": settings["revision"],
-        "allow_patterns": [f"{subdir}/*.parquet"],
-    }
-    try:
-        # The local cache first, so that compute jobs and offline runs never contact the hub.
-        snapshot = snapshot_download(**request, local_files_only=True)
-    except LocalEntryNotFoundError:
-        if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
-            raise ConfigError(
-                f"dataset {settings['name']}@{settings['revision']} is not in the Hugging Face "
-                "cache and HF_HUB_OFFLINE is set; fetch it once on a machine with network access"
-            ) from None
-        snapshot = snapshot_download(**request, token=os.environ.get("HF_TOKEN"))
-    root = Path(snapshot) / subdir
+    name, revision = settings["name"], settings["revision"]
+    what = f"dataset {name}@{revision} ({settings['config']}, {settings['split']})"
+    patterns = [f"{subdir}/*.parquet"]
+    snapshot = hub.snapshot(
+        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=WITHOUT_THE_HUB
+    )
+    root = snapshot / subdir
+    if not root.is_dir():
+        raise ConfigError(f"{what}: the repository has no {subdir}/ folder at that revision")
     identity = {
-        "name": settings["name"],
+        "name": name,
         "config": settings["config"],
         "split": settings["split"],
-        "revision": settings["revision"],
+        "revision": revision,
         # The snapshot folder is named after the commit the revision resolved to.
-        "commit": Path(snapshot).name,
+        "commit": snapshot.name,
     }
     return DatasetSource(root, identity)
 

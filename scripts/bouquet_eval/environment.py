@@ -94,13 +94,16 @@ def cached_commit(repo_id: str, revision: str | None, repo_type: str = "model") 
 
 
 def workflow_commit(repository: Path) -> dict[str, Any] | None:
-    """The git commit of the workflow's checkout, and whether files differ from it."""
+    """The git commit of the workflow's checkout, and whether files differ from it; None when
+    the workflow's files are not a checkout of their own (git would answer for a repository
+    that merely encloses them)."""
     if shutil.which("git") is None:
         return None
     run = ["git", "-C", str(repository)]
-    head = subprocess.run([*run, "rev-parse", "HEAD"], capture_output=True, text=True)
-    if head.returncode != 0:
+    top = subprocess.run([*run, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != repository.resolve():
         return None
+    head = subprocess.run([*run, "rev-parse", "HEAD"], capture_output=True, text=True)
     status = subprocess.run(
         [*run, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
     )

@@ -1,40 +1,75 @@
-"""Fetch everything the workflow needs from the Hugging Face hub into the local cache.
+"""Fetch everything a run needs from the Hugging Face Hub into the local cache, and no more.
 
-Run once on a machine with network access; compute jobs can then set HF_HUB_OFFLINE=1. Local
-paths are left alone, so the same configuration works on both sides.
+Run once on a machine with network access (`snakemake ... prefetch`); the same run can then go
+on without network, with HF_HUB_OFFLINE=1 (compute nodes). Local paths are left alone, so the
+same configuration works on both sides. What a configuration needs (`hub_needs`):
+
+- the dataset's parquet files of the configured config and split, at `dataset.revision`;
+- each model whose translator loads hub weights (vllm, nllb, madlad, aya): config, tokenizer
+  and weights at its `revision`, and for vllm the tokenizer `engine_args.tokenizer` names;
+- MetricX: `metricx.model`'s config and weights, and only the tokenizer files of
+  `metricx.tokenizer` (mT5's repository also holds its weights, in three formats);
+- GlotLID: the one model file `glotlid.model` names, at `glotlid.revision`.
+
+Which files of a repository each part takes is `bouquet_eval.hub.select_files`.
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from bouquet_eval.data import resolve_dataset
+from bouquet_eval.hub import PARTS, HubFiles, fetch
+
+# Translators that load a model by hub id, with `model` and `revision` settings.
+HUB_TRANSLATORS = ("vllm", "nllb", "madlad", "aya")
 
 
-def hub_models(config: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    """(kind, hub id or file spec, revision) of every hub resource the configuration names."""
-    wanted: list[tuple[str, str, str | None]] = []
-    if "metricx" in config["metrics"]:
-        for key in ("model", "tokenizer"):
-            wanted.append(("repository", config["metricx"][key], None))
-    if "glotlid" in config["metrics"]:
-        wanted.append(("file", config["glotlid"]["model"], config["glotlid"]["revision"]))
-    return [(kind, spec, revision) for kind, spec, revision in wanted if not Path(spec).exists()]
+def is_local(path: str) -> bool:
+    """A path that exists is read from disk; anything else is a hub id."""
+    return Path(path).expanduser().exists()
+
+
+def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
+    """What the models and metrics of a validated configuration need from the hub."""
+    needs: list[HubFiles] = []
+    for model in config["models"]:
+        if model["translator"] not in HUB_TRANSLATORS:
+            continue
+        user = f"model '{model['name']}'"
+        if not is_local(model["model"]):
+            needs.append(HubFiles(model["model"], model.get("revision"), user, parts=PARTS))
+        engine_args = model.get("engine_args") or {}
+        tokenizer = engine_args.get("tokenizer")
+        if tokenizer and not is_local(tokenizer):
+            revision = engine_args.get("tokenizer_revision")
+            needs.append(
+                HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
+            )
+    metrics = config["metrics"]
+    if "metricx" in metrics:
+        for key, parts in (("model", ("config", "weights")), ("tokenizer", ("tokenizer",))):
+            spec = config["metricx"][key]
+            if not is_local(spec):
+                needs.append(HubFiles(spec, None, f"metricx.{key}", parts=parts))
+    if "glotlid" in metrics and not is_local(config["glotlid"]["model"]):
+        owner, repository, filename = config["glotlid"]["model"].split("/", 2)
+        revision = config["glotlid"]["revision"]
+        needs.append(
+            HubFiles(f"{owner}/{repository}", revision, "glotlid.model", filename=filename)
+        )
+    return needs
 
 
 def prefetch(config: dict[str, Any]) -> list[str]:
-    """Download what is missing from the cache; return the local paths."""
-    from huggingface_hub import hf_hub_download, snapshot_download
-
-    paths = []
-    for kind, spec, revision in hub_models(config):
-        if kind == "repository":
-            path = snapshot_download(spec, revision=revision)
-        else:
-            owner, repository, filename = spec.split("/", 2)
-            path = hf_hub_download(f"{owner}/{repository}", filename, revision=revision)
-        log.info("%s -> %s", spec, path)
-        paths.append(path)
-    return paths
+    """Download what a validated configuration needs and the cache lacks; one line per
+    repository saying what it holds, at which commit."""
+    dataset = resolve_dataset(config["dataset"], fetch=True)
+    lines = [f"dataset: {dataset.root} ({dataset.identity})"]
+    for need in hub_needs(config):
+        fetched = fetch(need)
+        lines.append(
+            f"{need.needed_by}: {need.name} at {fetched.commit}: {', '.join(fetched.files)}"
+        )
+    return lines

@@ -49,7 +49,7 @@ with job_logging(snakemake.log[0]) as log:
             model_settings=redact(
                 model_settings(model_entry(config, snakemake.wildcards.model)), secrets
             ),
-            dataset_identity=resolve_dataset(config["dataset"]).identity,
+            dataset_identity=resolve_dataset(config["dataset"], fetch=False).identity,
             directions=directions,
             metric_signatures=recorded_signatures(scored),
             resampling=resampling,

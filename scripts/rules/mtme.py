@@ -26,7 +26,7 @@ with job_logging(snakemake.log[0]) as log:
     export(
         Path(snakemake.output[0]),
         directions,
-        resolve_dataset(config["dataset"]),
+        resolve_dataset(config["dataset"], fetch=False),
         config["limit"],
         rows,
         scores,

@@ -6,5 +6,5 @@ from bouquet_eval.prefetch import prefetch
 snakemake = globals()["snakemake"]
 
 with job_logging(snakemake.log[0]) as log:
-    paths = prefetch(snakemake.config)
-    log.info("%d hub resources in the local cache", len(paths))
+    for line in prefetch(snakemake.config):
+        log.info("%s", line)

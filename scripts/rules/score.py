@@ -18,7 +18,7 @@ with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASE
         [direction_of(path) for path in snakemake.output],
         Path(snakemake.output[0]).parent,
         load_metrics(snakemake.params.metrics, config),
-        resolve_dataset(config["dataset"]),
+        resolve_dataset(config["dataset"], fetch=False),
         score_settings(snakemake.params.metrics, config),
         config["limit"],
         {

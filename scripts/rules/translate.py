@@ -16,7 +16,7 @@ with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASE
     translate_model(
         model_entry(config, snakemake.params.model),
         [direction_of(path) for path in snakemake.output],
-        resolve_dataset(config["dataset"]),
+        resolve_dataset(config["dataset"], fetch=False),
         Path(snakemake.output[0]).parent,
         config["limit"],
         known_secrets(config),

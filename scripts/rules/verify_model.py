@@ -26,7 +26,7 @@ with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GP
     recomputed = rescore(
         output.parent,
         claimed_directions(claimed),
-        resolve_dataset(config["dataset"]),
+        resolve_dataset(config["dataset"], fetch=False),
         config["limit"],
         load_metrics(snakemake.params.metrics, config),
         Resampling(**config["statistics"]),

@@ -35,12 +35,16 @@ from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import provided_folder, translation_settings
 from bouquet_eval.translators.backends import model_environment, model_gpus
 
-REPOSITORY = Path(workflow.basedir).parent
-# Lets configuration files name files of the repository from any working directory.
+# Lets configuration files name files of the repository (REPOSITORY, from sources.smk: the
+# workflow's own, not workflow.basedir, which is the outermost Snakefile's) from anywhere.
 os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
 if workflow.is_main_process:
     # The workflow's own commit, for the manifest (written by jobs in other processes).
-    os.environ[WORKFLOW_COMMIT_VARIABLE] = json.dumps(workflow_commit(REPOSITORY))
+    os.environ[WORKFLOW_COMMIT_VARIABLE] = json.dumps(
+        {"commit": SOURCES_COMMIT, "modified": False}
+        if SOURCES_COMMIT
+        else workflow_commit(REPOSITORY)
+    )
     # "Rerun the same command" after a crash: a killed run's locks are removed.
     if remove_stale_locks():
         print(
@@ -57,11 +61,13 @@ if not workflow.overwrite_configfiles:
 
 
 try:
-    validate_config(config, Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    validate_config(config, REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
     OUTPUT_DIR = expand_path(config["output_dir"])
     if OUTPUT_DIR.exists() and not OUTPUT_DIR.is_dir():
         raise ConfigError(f"output_dir '{OUTPUT_DIR}' is a file, not a folder")
-    DATASET = resolve_dataset(config["dataset"])
+    # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
+    # them see the commit it resolved the revision to.
+    DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
     DIRECTIONS = select_directions(
         DATASET.directions(),
         src_filter=config["directions"]["src_langs"],
@@ -229,12 +235,14 @@ def aggregate_stamp(wildcards):
 
 
 def translator_environment(model):
-    return str(REPOSITORY / "envs" / f"{model_environment(model)}.yaml")
+    """The conda environment of the model's translate jobs (envs/), for --sdm conda; relative
+    to the rule files, as Snakemake reads conda paths, wherever the workflow's sources are."""
+    return f"../../envs/{model_environment(model)}.yaml"
 
 
 def score_environment():
     neural = {"metricx", "glotlid"} & set(config["metrics"])
-    return str(REPOSITORY / "envs" / ("metrics.yaml" if neural else "workflow.yaml"))
+    return f"../../envs/{'metrics' if neural else 'workflow'}.yaml"
 
 
 def grows_with_attempt(stage, key):

@@ -1,5 +1,6 @@
-# Run on a machine with network access (a login node) before compute jobs that run with
-# HF_HUB_OFFLINE=1: `snakemake prefetch`. The dataset is fetched while the workflow is parsed.
+# Run on a machine with network access (a login node) before runs or jobs without it
+# (HF_HUB_OFFLINE=1): `snakemake prefetch` fetches the dataset, the hub models of the
+# translators and the metric models, each at its revision, into the Hugging Face cache.
 rule prefetch:
     log:
         "logs/prefetch.log",

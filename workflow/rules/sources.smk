@@ -1,0 +1,53 @@
+# Where the workflow's own files are on this machine (REPOSITORY): the repository it runs from,
+# or, when another workflow uses it as a module read from git (snakedeploy's `github(...)`
+# declaration, or `gitlab(...)`), a copy of the repository at the module's commit, made
+# once under .snakemake/ in the working directory and shared by the jobs. Its package
+# (scripts/bouquet_eval) goes first on sys.path and PYTHONPATH, so that this process and every
+# job it starts import the workflow's own code, whatever the environment has installed.
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.sourcecache import HostingProviderFile
+
+
+def workflow_sources(rules_folder):
+    """The folder of the workflow's files, and the git commit it is a copy of (None for a
+    local checkout, whose commit git tells)."""
+    if isinstance(rules_folder, os.PathLike):
+        return Path(rules_folder).parent.parent, None
+    # A git+file:// module fails inside Snakemake 9.27 (LocalGitFile.join), whatever it runs.
+    if not isinstance(rules_folder, HostingProviderFile):
+        raise WorkflowError(
+            f"bouquet-eval: cannot run from {rules_folder}: use a local copy of its repository, "
+            "or github(...) or gitlab(...) as the module's snakefile"
+        )
+    repository = rules_folder.hosted_repo.repo
+    commit = repository.commit(rules_folder.ref).hexsha
+    copy = Path(".snakemake", "bouquet-eval-sources", commit).resolve()
+    if not copy.is_dir():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=copy.parent, prefix=f"{commit}."))
+        with tempfile.TemporaryFile() as archive:
+            repository.archive(archive, treeish=commit)
+            archive.seek(0)
+            with tarfile.open(fileobj=archive) as files:
+                files.extractall(partial, filter="data")
+        try:
+            partial.rename(copy)
+        except OSError:  # a job made the same copy meanwhile
+            shutil.rmtree(partial)
+    return copy, commit
+
+
+REPOSITORY, SOURCES_COMMIT = workflow_sources(workflow.current_basedir)
+PACKAGE_ROOT = str(REPOSITORY / "scripts")
+sys.path.insert(0, PACKAGE_ROOT)
+INHERITED_PYTHONPATH = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+os.environ.update(
+    PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, *filter(None, INHERITED_PYTHONPATH)])
+)
