@@ -330,3 +330,52 @@ def test_a_first_dry_run_without_network_says_what_to_do(
     assert "dataset facebook/bouquet@main (benchmark_sentence_level, test) is not in" in message
     assert f"the Hub ({endpoint}) could not be reached" in message
     assert "prefetch" in message and "HF_TOKEN" in message and "dataset.path" in message
+
+
+SEED_CALLS = """
+from bouquet_eval import PromptFn, run_translation
+from bouquet_eval.data import select_directions
+
+
+class MyTranslator:
+    def translate(self, prompts):
+        return [prompt.splitlines()[-1] for prompt in prompts]
+
+
+def make_rag_prompt(index_path: str, k: int = 4) -> PromptFn:
+    def prompt_fn(src_lang, tgt_lang, src_text):
+        return f"{index_path} {k}\\n{src_lang} -> {tgt_lang}:\\n{src_text}"
+
+    return prompt_fn
+
+
+run_translation(
+    translator=MyTranslator(),
+    directions=select_directions(src_filter=["eng_Latn"]),
+    output_dir="runs/mine/",
+)
+run_translation(
+    translator=MyTranslator(),
+    directions=[("eng_Latn", "fra_Latn")],
+    output_dir="runs/rag/",
+    prompt_fn=make_rag_prompt("/data/my-index"),
+)
+"""
+
+
+def test_the_seed_programmatic_calls_as_written(dataset: Path, tmp_path: Path) -> None:
+    """The original tool's README calls, unchanged: BOUQuET from the Hub when no dataset is
+    named, directions given by filters or as (src, tgt) pairs, a prompt function factory."""
+    with HubServer() as hub:
+        hub.grant("hf_reader", bouquet_on_hub(hub, dataset))
+        subprocess.run(
+            [sys.executable, "-c", SEED_CALLS],
+            env={**os.environ, **hub.environment(tmp_path, token="hf_reader")},
+            cwd=tmp_path,
+            check=True,
+        )
+    out_of_english = sorted(p.stem for p in dataset.glob("eng_Latn-*.parquet"))
+    assert sorted(p.stem for p in (tmp_path / "runs" / "mine").glob("*.jsonl")) == out_of_english
+    rag = pd.read_json(tmp_path / "runs" / "rag" / "eng_Latn-fra_Latn.jsonl", lines=True)
+    source = pd.read_parquet(dataset / "eng_Latn-fra_Latn.parquet")
+    assert rag["mt_text"].tolist() == [text.splitlines()[-1] for text in source["src_text"]]
