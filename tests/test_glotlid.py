@@ -20,6 +20,7 @@ import pytest
 
 from bouquet_eval.metrics import Metric, load_metric
 from bouquet_eval.metrics.glotlid import REMAP_VERSION, GlotLID, fasttext_binding, glotlid_label
+from tests.hf_cache import COMMIT, cache_entry
 from tests.tiny_fasttext import TINY_LANGUAGES, build_tiny_model
 
 LOGGER = "bouquet_eval.metrics.glotlid"
@@ -349,12 +350,8 @@ except ImportError as error:
 def test_hub_file_from_offline_cache(tiny_model: BuildModel, tmp_path: Path) -> None:
     """A hub spec resolves through a pre-filled Hugging Face cache with HF_HUB_OFFLINE=1."""
     path = tiny_model()
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    repository = tmp_path / "hf" / "hub" / "models--someone--tiny-lid"
-    (repository / "snapshots" / commit).mkdir(parents=True)
-    shutil.copy(path, repository / "snapshots" / commit / "model.bin")
-    (repository / "refs").mkdir()
-    (repository / "refs" / "main").write_text(commit)
+    commit = COMMIT
+    cache_entry(tmp_path / "hf" / "hub", "someone/tiny-lid", {"model.bin": path.read_bytes()})
     texts = sentences(30)
     targets = [LABELLED[i % len(LABELLED)] for i in range(len(texts))]
     code = f"""

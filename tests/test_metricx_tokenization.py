@@ -29,7 +29,7 @@ from bouquet_eval.metrics.metricx_tokenizer import (
     tokenizer_files,
 )
 
-from .test_prefetch import cache_entry
+from .hf_cache import cache_entry
 from .tiny_mt5 import (
     pseudo_sentence,
     train_tokenizer,
