@@ -17,4 +17,5 @@ with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASE
         resolve_dataset(config["dataset"]),
         Path(snakemake.output[0]).parent,
         config["limit"],
+        config["stall_timeout"],
     )
