@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bouquet_eval.translators import Translator
+from bouquet_eval.translators import BatchError, BatchTranslator, Translator
 from bouquet_eval.translators.openai_chat import (
     ChatRequestError,
     MissingAPIKeyError,
@@ -465,6 +465,80 @@ def test_no_answer_is_paid_for_twice_after_a_kill(tmp_path: Path) -> None:
     assert len(answered_before) == 5
     assert sorted(request.prompt for request in rerun) == sorted(set(prompts) - answered_before)
     assert (translator.usage.cache_hits, translator.usage.requests) == (5, 7)
+
+
+# Many directions as one stream
+
+
+def test_requests_stay_in_flight_across_directions(server: ChatServer) -> None:
+    translator = make(server, concurrency=4)
+    assert isinstance(translator, BatchTranslator)
+    first = [f"a{i}" for i in range(5)]
+    second = [f"b{i}" for i in range(5)]
+    slow, quick = answer(delay=0.5), answer()
+    server.default = lambda handler, request: (slow if request.prompt == "a4" else quick)(
+        handler, request
+    )
+    sent_when_taken = []
+
+    def batches() -> Iterator[list[str]]:
+        for batch in (first, second, []):
+            sent_when_taken.append(translator.usage.requests)
+            yield batch
+
+    finished = list(translator.translate_batches(batches()))
+    # The second direction was taken only once the first one's requests left room for more,
+    # and its requests went out beside a4, and so finished before it.
+    assert sent_when_taken[0] == 0 and sent_when_taken[1] >= 4
+    assert [index for index, _ in finished] == [2, 1, 0]
+    assert dict(finished) == {
+        0: [f"T:{prompt}" for prompt in first],
+        1: [f"T:{prompt}" for prompt in second],
+        2: [],
+    }
+    assert translator.usage.requests == 10
+
+
+def test_identical_prompts_share_one_request_across_directions(server: ChatServer) -> None:
+    translator = make(server)
+    finished = dict(translator.translate_batches([["x", "y"], ["y", "z", "x"]]))
+    assert finished == {0: ["T:x", "T:y"], 1: ["T:y", "T:z", "T:x"]}
+    assert sorted(request.prompt for request in server.chat_requests) == ["x", "y", "z"]
+
+
+def test_a_failure_names_its_direction_and_keeps_the_others(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    translator = make(server, concurrency=1, cache_dir=tmp_path)
+    server.script(answer(), answer(), answer(), error(400, "too long"))
+    stream = translator.translate_batches([["a0", "a1"], ["b0", "b1", "b2"], ["c0"]])
+    assert next(stream) == (0, ["T:a0", "T:a1"])
+    with pytest.raises(BatchError) as failure:
+        next(stream)
+    assert failure.value.index == 1
+    assert str(failure.value) == (
+        "prompt 1: the server refused the request: HTTP 400: too long (0 other prompts failed "
+        "as well and 1 were not sent; the answers received are kept)"
+    )
+    with pytest.raises(StopIteration):
+        next(stream)
+    # b0's answer is kept: a rerun asks only for b1, b2 and c0.
+    rerun = make(server, cache_dir=tmp_path)
+    assert dict(rerun.translate_batches([["b0", "b1", "b2"], ["c0"]])) == {
+        0: ["T:b0", "T:b1", "T:b2"],
+        1: ["T:c0"],
+    }
+    assert rerun.usage.cache_hits == 1
+    assert [request.prompt for request in server.chat_requests][4:] == ["b1", "b2", "c0"]
+
+
+def test_a_stream_closed_early_keeps_its_answers(server: ChatServer, tmp_path: Path) -> None:
+    translator = make(server, concurrency=2, cache_dir=tmp_path)
+    stream = translator.translate_batches([["a0", "a1"], ["b0", "b1"], ["c0"]])
+    assert next(stream) == (0, ["T:a0", "T:a1"])
+    stream.close()
+    answered = set(server.answered_prompts())
+    assert len(RequestCache(tmp_path).answers()) == len(answered) >= 2
 
 
 # Secrets
