@@ -42,6 +42,7 @@ class RecordingTranslator:
         record_devices: bool = False,
         direction_seconds: float = 0.0,
         hang_on_target: str | None = None,
+        hang_while_exists: str | None = None,
         return_none: bool = False,
         lone_surrogate: bool = False,
     ) -> None:
@@ -53,6 +54,7 @@ class RecordingTranslator:
         self.record_devices = record_devices
         self.direction_seconds = direction_seconds
         self.hang_on_target = hang_on_target
+        self.hang_while_exists = hang_while_exists
         self.return_none = return_none
         self.lone_surrogate = lone_surrogate
         time.sleep(load_seconds)  # a simulated model load
@@ -67,7 +69,13 @@ class RecordingTranslator:
         if failing:
             raise RuntimeError(f"simulated failure on {src_lang}-{tgt_lang}")
         if self.hang_on_target == tgt_lang:
-            time.sleep(3600)  # as a translator waiting for an answer that never comes
+            # As a translator waiting for an answer that never comes (or, with a file named,
+            # until the file is removed).
+            deadline = time.monotonic() + 3600
+            while time.monotonic() < deadline and (
+                self.hang_while_exists is None or Path(self.hang_while_exists).exists()
+            ):
+                time.sleep(0.05)
         time.sleep(self.direction_seconds)
         with self.record.open("a", encoding="utf-8") as handle:
             handle.write(f"{src_lang}-{tgt_lang}\n")
