@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.prompt import build_prompt
+from bouquet_eval.translate import translate_directions
 from bouquet_eval.translators import BatchError, BatchTranslator, Translator
 from bouquet_eval.translators.openai_chat import (
     ChatRequestError,
@@ -29,6 +32,7 @@ from bouquet_eval.translators.openai_chat import (
     retry_after_seconds,
 )
 from bouquet_eval.translators.reasoning import strip_reasoning
+from bouquet_eval.watchdog import TranslatorStalled
 
 from .chat_server import (
     ChatServer,
@@ -42,7 +46,7 @@ from .chat_server import (
     null_content,
     rate_limit,
 )
-from .conftest import python_path
+from .conftest import SAMPLE, python_path
 
 KEY_VARIABLE = "BOUQUET_TEST_API_KEY"
 KEY = "sk-test-7f3a9c2e5b1d4068"
@@ -539,6 +543,33 @@ def test_a_stream_closed_early_keeps_its_answers(server: ChatServer, tmp_path: P
     stream.close()
     answered = set(server.answered_prompts())
     assert len(RequestCache(tmp_path).answers()) == len(answered) >= 2
+
+
+def test_a_server_that_stops_answering_is_a_stall(server: ChatServer, tmp_path: Path) -> None:
+    dataset = resolve_dataset({"path": str(SAMPLE)})
+    directions = [Direction.parse("eng_Latn-deu_Latn"), Direction.parse("eng_Latn-fra_Latn")]
+    # The German direction is answered; the French one gets no answer, and no error either.
+    never, quick = hang(), answer()
+    server.default = lambda handler, request: (never if "French" in request.prompt else quick)(
+        handler, request
+    )
+    translator = make(server, timeout=600.0, cache_dir=tmp_path / "requests")
+    translator.translate([])  # aiohttp's import, which counts as no progress
+    started = time.monotonic()
+    with pytest.raises(TranslatorStalled, match=r"model out, direction eng_Latn-fra_Latn: the "
+                       r"translator made no progress for 1 s"):  # fmt: skip
+        translate_directions(
+            directions,
+            dataset,
+            tmp_path / "out",
+            lambda: (translator, build_prompt),
+            {"translator": "openai"},
+            limit=3,
+            stall_timeout=1.0,
+        )
+    assert time.monotonic() - started < 10
+    assert [path.name for path in (tmp_path / "out").glob("*.jsonl")] == ["eng_Latn-deu_Latn.jsonl"]
+    assert len(RequestCache(tmp_path / "requests").answers()) == 3
 
 
 # Secrets

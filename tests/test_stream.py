@@ -270,10 +270,10 @@ STUBBORN = textwrap.dedent(
 
     logging.basicConfig(level=logging.INFO)
     with StallWatchdog(0.3, probe=lambda: 0, describe=lambda: "model m, direction d: stalled"):
-        while True:  # swallows every exception, as a translator that retries for ever
+        while True:  # swallows even interruptions, as a translator that retries for ever
             try:
                 time.sleep(10)
-            except Exception as error:
+            except BaseException as error:
                 print("ignored", type(error).__name__, file=sys.stderr, flush=True)
     """
 )

@@ -38,13 +38,13 @@ def job_logging(log_path: str | Path) -> Iterator[logging.Logger]:
     logger = logging.getLogger("bouquet_eval")
     try:
         yield logger
-    except Exception as error:
+    except (KeyboardInterrupt, SystemExit):
+        logger.exception("job stopped")
+        raise
+    except BaseException as error:  # errors, and interruptions such as a stalled translator
         logger.exception("job failed")
         logger.error("job failed: %s", one_line(error))
         raise SystemExit(1) from error
-    except BaseException:
-        logger.exception("job stopped")
-        raise
     finally:
         for handler in handlers:
             handler.flush()

@@ -37,7 +37,7 @@ from bouquet_eval.translators import (
 )
 from bouquet_eval.translators.provided import provided_fingerprint
 from bouquet_eval.translators.reasoning import strip_reasoning
-from bouquet_eval.watchdog import StallWatchdog, TranslatorStalled
+from bouquet_eval.watchdog import StallWatchdog
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -281,7 +281,7 @@ def attributed(
             position, returned = next(results)
         except StopIteration:
             return
-        except (TranslationError, TranslatorStalled):
+        except TranslationError:
             raise
         except BatchError as error:
             direction = str(work[error.index].direction)

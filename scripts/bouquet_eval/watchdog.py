@@ -28,8 +28,12 @@ STALL_EXIT_STATUS = 3
 _SIGNAL = signal.SIGALRM
 
 
-class TranslatorStalled(RuntimeError):
-    """The translator made no progress for longer than the configured time."""
+class TranslatorStalled(BaseException):
+    """The translator made no progress for longer than the configured time.
+
+    Like KeyboardInterrupt, it interrupts whatever the main thread was doing, so it is not an
+    `Exception`: a translator's `except Exception` (a retry loop, say) does not swallow it.
+    """
 
 
 class StallWatchdog:

@@ -471,7 +471,9 @@ class _Stream:
                     await self.room.wait()
                 if self.stopped():
                     break
-        except Exception as error:  # from the caller's batches, or the cache: raised later
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # from the caller's batches, the cache, an interruption
             self.error = error
         finally:
             self.fed = True
@@ -520,7 +522,9 @@ class _Stream:
             if self.session.writer is not None:
                 await self.session.writer.flush()
             self.events.put_nowait((index, [answers[key] for key in keys]))
-        except Exception as error:  # a cache that cannot be written, say
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # a cache that cannot be written, an interruption
             self.error = self.error or error
         finally:
             self.open_batches -= 1
