@@ -13,7 +13,7 @@ its share of the job's translation time, and the seconds of all directions add u
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from bouquet_eval.translators import BatchError, BatchTranslator, RowTranslator, Translator
@@ -60,10 +60,11 @@ class Flight:
 def translation_stream(
     translator: Translator | RowTranslator,
     prompt_fn: PromptFn,
-    rows: Sequence[pd.DataFrame],
+    rows: Iterable[pd.DataFrame],
     flight: Flight,
 ) -> Iterator[tuple[int, object]]:
-    """`(position, what the translator returned)` for each frame of `rows`, as each finishes.
+    """`(position, what the translator returned)` for each direction's sentences in `rows`,
+    as each finishes. `rows` is read only as the translator takes directions.
 
     What comes back is not checked here: a translator may return anything.
     """

@@ -124,10 +124,9 @@ class TranslationError(RuntimeError):
 
 @dataclass(frozen=True)
 class Work:
-    """A direction to translate: its sentences and where its translations go."""
+    """A direction to translate and where its translations go."""
 
     direction: Direction
-    rows: pd.DataFrame
     output: ResumableOutput
 
 
@@ -175,25 +174,32 @@ def translate_directions(
         probe=lambda: (flight.pulled, flight.landed, usage_counters(translator)),
         describe=lambda: stalled_message(model, work, flight, stall_timeout),
     )
+    # Sentences are read as the translator takes their direction, and dropped once it is
+    # published: a job holds those of the directions in flight, not of all of its own.
+    held: dict[int, pd.DataFrame] = {}
+
+    def sentences() -> Iterator[pd.DataFrame]:
+        for position, item in enumerate(work):
+            held[position] = dataset.load(item.direction, limit)
+            yield held[position]
+
     before = usage_counters(translator)
-    stream = translation_stream(translator, prompt_fn, [item.rows for item in work], flight)
+    stream = translation_stream(translator, prompt_fn, sentences(), flight)
     with watchdog, contextlib.closing(stream):
         for position, returned in attributed(stream, work, flight, model):
-            item = work[position]
+            item, rows = work[position], held.pop(position)
             seconds = flight.land(position)
-            translations = checked_translations(returned, len(item.rows), model, item.direction)
-            item.output.publish(
-                partial(write_jsonl, frame=translation_frame(item.rows, translations))
-            )
+            translations = checked_translations(returned, len(rows), model, item.direction)
+            item.output.publish(partial(write_jsonl, frame=translation_frame(rows, translations)))
             counters = usage_counters(translator)
             counted = {key: value - before.get(key, 0) for key, value in counters.items()}
             before = counters
-            record = timing_record(item.direction, len(item.rows), seconds, counted)
+            record = timing_record(item.direction, len(rows), seconds, counted)
             write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
             log.info(
                 "%s: %d sentences, %.2f s (%.1f sentences/s); %s",
                 item.direction,
-                len(item.rows),
+                len(rows),
                 record["seconds"],
                 record["sentences_per_second"] or 0,
                 progress.finished(),
@@ -221,7 +227,7 @@ def directions_to_translate(
         elif output.restore_from_cache():
             log.info("%s: restored from %s", progress, output.cached)
         else:
-            work.append(Work(direction, rows, output))
+            work.append(Work(direction, output))
     log.info("%d of %d directions to translate", len(work), total)
     return work
 
