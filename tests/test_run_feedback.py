@@ -45,7 +45,7 @@ def test_progress_can_be_asked_while_a_run_is_going(workflow: Workflow, dataset:
         dataset, shards=1, models=[model], directions={"src_langs": ["eng_Latn"]}
     )
     workflow.write_config(config)
-    run = workflow.start()
+    run = workflow.start("scores")
     try:
         # The job stops at eng_Latn-hin_Deva, after the four directions before it.
         fourth = workflow.workdir / "runs/rec/.provenance/eng_Latn-fra_Latn.jsonl.json"

@@ -158,6 +158,8 @@ class VLLMTranslator:
         self._llm: LLM | None = None
 
     def translate(self, prompts: list[str]) -> list[str]:
+        if not prompts:
+            return []  # without building an engine for nothing
         for _, translations in self.translate_batches([prompts]):
             return translations
         return []
