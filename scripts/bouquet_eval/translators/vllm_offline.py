@@ -175,9 +175,11 @@ class VLLMTranslator:
         depth = QUEUE_DEPTH * engine.vllm_config.scheduler_config.max_num_seqs
         source = enumerate(batches)
         exhausted = False
-        # Request id -> (batch, position in it); outputs of each unfinished batch.
+        # Request id -> (batch, position in it); outputs of each unfinished batch, and how
+        # many it still lacks.
         slots: dict[str, tuple[int, int]] = {}
         outputs: dict[int, list[RequestOutput | None]] = {}
+        missing: dict[int, int] = {}
         bar = ProgressBar.on_terminal()
         try:
             while True:
@@ -196,6 +198,7 @@ class VLLMTranslator:
                         for position, request in enumerate(requests):
                             slots[external_request_id(request)] = (index, position)
                         outputs[index] = [None] * len(prompts)
+                        missing[index] = len(prompts)
                         if bar is not None:
                             bar.add(len(prompts))
                 if not slots:
@@ -205,9 +208,11 @@ class VLLMTranslator:
                 for output in finished:
                     index, position = slots.pop(output.request_id)
                     outputs[index][position] = output
+                    missing[index] -= 1
                     if bar is not None:
                         bar.finished(output)
-                    if all(done is not None for done in outputs[index]):
+                    if missing[index] == 0:
+                        del missing[index]
                         batch = [done for done in outputs.pop(index) if done is not None]
                         self.stats.add(batch)
                         yield index, [done.outputs[0].text for done in batch]
