@@ -494,7 +494,8 @@ def test_requests_stay_in_flight_across_directions(server: ChatServer) -> None:
     # The second direction was taken only once the first one's requests left room for more,
     # and its requests went out beside a4, and so finished before it.
     assert sent_when_taken[0] == 0 and sent_when_taken[1] >= 4
-    assert [index for index, _ in finished] == [2, 1, 0]
+    order = [index for index, _ in finished]
+    assert order.index(1) < order.index(0) and order[-1] == 0
     assert dict(finished) == {
         0: [f"T:{prompt}" for prompt in first],
         1: [f"T:{prompt}" for prompt in second],
@@ -533,13 +534,15 @@ def test_a_failure_names_its_direction_and_keeps_the_others(
         1: ["T:c0"],
     }
     assert rerun.usage.cache_hits == 1
-    assert [request.prompt for request in server.chat_requests][4:] == ["b1", "b2", "c0"]
+    assert sorted(request.prompt for request in server.chat_requests[4:]) == ["b1", "b2", "c0"]
 
 
 def test_a_stream_closed_early_keeps_its_answers(server: ChatServer, tmp_path: Path) -> None:
     translator = make(server, concurrency=2, cache_dir=tmp_path)
-    stream = translator.translate_batches([["a0", "a1"], ["b0", "b1"], ["c0"]])
-    assert next(stream) == (0, ["T:a0", "T:a1"])
+    batches = [["a0", "a1"], ["b0", "b1"], ["c0"]]
+    stream = translator.translate_batches(batches)
+    index, answers = next(stream)
+    assert answers == [f"T:{prompt}" for prompt in batches[index]]
     stream.close()
     answered = set(server.answered_prompts())
     assert len(RequestCache(tmp_path).answers()) == len(answered) >= 2

@@ -232,17 +232,17 @@ def test_a_translator_that_hangs_fails_naming_its_direction(tmp_path: Path) -> N
 
     started = time.monotonic()
     with pytest.raises(TranslatorStalled) as failure:
-        run(tmp_path, Hanging("spa_Latn"), stall_timeout=0.5, prompt_fn=prompt_fn)
+        run(tmp_path, Hanging("spa_Latn"), stall_timeout=1, prompt_fn=prompt_fn)
     assert time.monotonic() - started < 10
     assert str(failure.value) == (
         "model mymodel, direction eng_Latn-spa_Latn: the translator made no progress for "
-        "0.5 s (stall_timeout); the directions finished before are kept"
+        "1 s (stall_timeout); the directions finished before are kept"
     )
     assert cached(tmp_path / "mymodel") == sorted(f"{d}.jsonl" for d in DIRECTIONS[:3])
 
 
 class Counting(Upper):
-    """Takes a second a direction, counting steps as it goes, as an engine does."""
+    """Takes 1.6 s a direction, counting steps as it goes, as an engine does."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -250,14 +250,14 @@ class Counting(Upper):
 
     def translate(self, prompts: list[str]) -> list[str]:
         for _ in range(8):
-            time.sleep(0.125)
+            time.sleep(0.2)
             self.usage["steps"] += 1
         return super().translate(prompts)
 
 
 def test_counted_progress_keeps_a_slow_translator_going(tmp_path: Path) -> None:
     translator = Counting()
-    output = run(tmp_path, translator, DIRECTIONS[:2], stall_timeout=0.6)
+    output = run(tmp_path, translator, DIRECTIONS[:2], stall_timeout=1)
     assert translator.calls == [4, 4]
     record = json.loads((output / ".timing" / f"{DIRECTIONS[1]}.json").read_text())
     assert record["steps"] == 8

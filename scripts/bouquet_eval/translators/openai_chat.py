@@ -188,7 +188,9 @@ class _CacheWriter:
     async def flush(self) -> None:
         """Wait until every answer added is on disk; raises what writing raised."""
         if self._writing is not None:
-            await self._writing
+            # Shielded: a waiter that is cancelled (a batch, when a stream is closed early)
+            # must not cancel the writing that the cache and the other waiters depend on.
+            await asyncio.shield(self._writing)
 
 
 class OpenAIChatTranslator:
