@@ -100,11 +100,11 @@ def test_a_stream_that_hangs_fails_and_keeps_the_finished_directions(
     config = bounds_config(
         dataset, shards=1, models=[model], directions={"src_langs": ["eng_Latn"]}
     )
-    workflow.write_config({**config, "stall_timeout": 1.5})
+    workflow.write_config({**config, "stall_timeout": 3})
     failed = workflow.run("translations", check=False)
     assert failed.returncode != 0
     message = (
-        "model rec, direction eng_Latn-hin_Deva: the translator made no progress for 1.5 s "
+        "model rec, direction eng_Latn-hin_Deva: the translator made no progress for 3 s "
         "(stall_timeout); the directions finished before are kept"
     )
     assert last_log_line(workflow, "rec").endswith(f"job failed: TranslatorStalled: {message}")
