@@ -7,6 +7,7 @@ sample, and every test writes real files into a scratch folder.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,7 +24,7 @@ from bouquet_eval.prompt import build_prompt
 from bouquet_eval.stream import Flight
 from bouquet_eval.translate import JobProgress, TranslationError, duration, translate_directions
 from bouquet_eval.translators import BatchError
-from bouquet_eval.watchdog import TranslatorStalled
+from bouquet_eval.watchdog import StallWatchdog, TranslatorStalled
 
 from .conftest import SAMPLE, python_path
 
@@ -295,6 +296,22 @@ def test_a_translator_that_will_not_stop_ends_the_process() -> None:
     assert child.stderr.rstrip().endswith(
         "the translator did not stop when interrupted; ending the process"
     )
+
+
+def test_an_alarm_that_is_not_the_watchdogs_goes_to_its_own_handler() -> None:
+    received = []
+
+    def own(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, own)
+    try:
+        with StallWatchdog(60, probe=lambda: 0, describe=lambda: "unused"):
+            signal.raise_signal(signal.SIGALRM)
+        assert received == [signal.SIGALRM]
+        assert signal.getsignal(signal.SIGALRM) is own
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_flight_shares_time_among_the_directions_in_it() -> None:

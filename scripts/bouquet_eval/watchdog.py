@@ -82,10 +82,16 @@ class StallWatchdog:
             return
         self._stop.set()
         self._thread.join()
-        signal.signal(_SIGNAL, self._previous_handler)
+        # None: a handler set outside Python, which cannot be put back; the default then.
+        previous = self._previous_handler
+        signal.signal(_SIGNAL, signal.SIG_DFL if previous is None else previous)
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
-        raise TranslatorStalled(self._message)
+        if self._message:
+            raise TranslatorStalled(self._message)
+        # Not ours (a translator's own alarm): to the handler that was there before.
+        if callable(self._previous_handler):
+            self._previous_handler(signum, frame)
 
     def _watch(self, main_thread: int | None) -> None:
         assert self.timeout is not None
