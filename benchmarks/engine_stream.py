@@ -97,6 +97,8 @@ def main() -> None:
         help="the engine core in this process (as deterministic mode has it), not its own",
     )
     arguments = parser.parse_args()
+    if not 0 < arguments.median < arguments.max_tokens:
+        parser.error("--median must be between 0 and --max-tokens")
     # Before vLLM is imported.
     os.environ.update(VLLM_TEST_ENV)
     if arguments.in_process:
@@ -166,6 +168,9 @@ def main() -> None:
                 tokens = translator.stats.generated_tokens - tokens
                 if name not in rows or seconds < rows[name][1]:
                     rows[name] = (steps, seconds, tokens / seconds)
+        # Now, while the model's folder is there: left to the end of the process, the engine
+        # core's shutdown can hang.
+        translator.engine().llm_engine.engine_core.shutdown()
 
     base_steps, _, base_rate = rows["direction by direction"]
     print(f"{'':>22} {'steps':>7} {'seconds':>8} {'tokens/s':>9} {'step ratio':>10} {'speed':>6}")
