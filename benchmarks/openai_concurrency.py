@@ -10,7 +10,13 @@ event loop at about 1000 / (CPU ms per request) requests/s whatever the concurre
 together must fit in the machine's cores. `--cache DIR` adds rows with a request cache in DIR,
 to show what its fsyncs cost on that file system.
 
+`--directions N` then splits the requests into N directions and times, at each concurrency,
+one `translate` call per direction (each call's last wave of requests leaves places idle)
+against the directions as one stream (`translate_batches`, which keeps `concurrency` requests
+in flight across direction boundaries), in turns.
+
     .venv/bin/python benchmarks/openai_concurrency.py [--requests 854] [--latency 0.05]
+        [--directions N]
 """
 
 from __future__ import annotations
@@ -18,16 +24,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import statistics
 import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
-
 REPOSITORY = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPOSITORY))
+# This checkout's package, whichever one the environment was installed from, and the test
+# server, which lives with the tests.
+sys.path[:0] = [str(REPOSITORY / "scripts"), str(REPOSITORY)]
+from bouquet_eval.translators.openai_chat import OpenAIChatTranslator  # noqa: E402
 from tests.chat_server import ChatServer  # noqa: E402
 
 
@@ -73,6 +81,23 @@ def measure(
     return wall, cpu, served
 
 
+def measure_directions(url: str, concurrency: int, directions: list[list[str]]) -> float:
+    """Seconds of one call per direction over those of one stream, for the same requests."""
+    translator = OpenAIChatTranslator(
+        model="test-model", base_url=url, api_key_env=None, concurrency=concurrency, max_retries=0
+    )
+    started = time.perf_counter()
+    one_by_one = [translator.translate([f"a {prompt}" for prompt in batch]) for batch in directions]
+    middle = time.perf_counter()
+    streamed = dict(translator.translate_batches([[f"b {p}" for p in b] for b in directions]))
+    ended = time.perf_counter()
+    if [len(answers) for answers in one_by_one] != [
+        len(streamed[i]) for i in range(len(directions))
+    ]:
+        raise AssertionError("wrong answers")
+    return (middle - started) / (ended - middle)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=854, help="per run")
@@ -80,6 +105,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per reply")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--cache", type=Path, help="also measure with a request cache here")
+    parser.add_argument("--directions", type=int, help="also compare one stream of N directions")
     arguments = parser.parse_args()
 
     parent, child = multiprocessing.Pipe()
@@ -112,6 +138,20 @@ def main() -> None:
                     f"{served / arguments.requests * 1000:>13.2f}",
                     flush=True,
                 )
+        if arguments.directions:
+            size = -(-arguments.requests // arguments.directions)
+            prompts = [f"benchmark sentence {index}" for index in range(arguments.requests)]
+            directions = [prompts[i : i + size] for i in range(0, len(prompts), size)]
+            print(f"{len(directions)} directions of up to {size} requests")
+            print(
+                f"{'concurrency':>11} {'one call per direction / one stream (seconds, median)':>54}"
+            )
+            for concurrency in arguments.concurrency:
+                ratio = statistics.median(
+                    measure_directions(url, concurrency, directions)
+                    for _ in range(arguments.repeats)
+                )
+                print(f"{concurrency:>11} {ratio:>54.2f}", flush=True)
     finally:
         parent.send("stop")
         server.join(timeout=10)

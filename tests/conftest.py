@@ -46,15 +46,8 @@ class Workflow:
         self.config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
         return self.config_path
 
-    def run(
-        self,
-        *arguments: str,
-        check: bool = True,
-        env: dict | None = None,
-        prefix: tuple[str, ...] = (),
-    ) -> subprocess.CompletedProcess:
-        command = [
-            *prefix,
+    def command(self, *arguments: str) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "snakemake",
@@ -68,9 +61,34 @@ class Workflow:
             *arguments,
             *(["--configfile", str(self.config_path)] if self.config_path.exists() else []),
         ]
-        environment = {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
+
+    def environment(self, env: dict | None = None) -> dict[str, str]:
+        return {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
+
+    def start(self, *arguments: str) -> subprocess.Popen:
+        """A run in the background; its output (stdout and stderr) is read from `stdout`."""
+        return subprocess.Popen(
+            self.command(*arguments),
+            cwd=self.workdir.parent,
+            env=self.environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def run(
+        self,
+        *arguments: str,
+        check: bool = True,
+        env: dict | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess:
         result = subprocess.run(
-            command, cwd=self.workdir.parent, env=environment, capture_output=True, text=True
+            [*prefix, *self.command(*arguments)],
+            cwd=self.workdir.parent,
+            env=self.environment(env),
+            capture_output=True,
+            text=True,
         )
         if check and result.returncode != 0:
             raise AssertionError(

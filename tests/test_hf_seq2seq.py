@@ -15,10 +15,11 @@ import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+from bouquet_eval import run_translation
 from bouquet_eval.data import Direction
 from bouquet_eval.prompt import build_prompt
-from bouquet_eval.translate import translate_rows
-from bouquet_eval.translators import Translator, load_prompt_fn, load_translator
+from bouquet_eval.translators import BatchTranslator, load_prompt_fn, load_translator
+from bouquet_eval.translators import hf_seq2seq as module
 from bouquet_eval.translators.hf_seq2seq import (
     AyaTranslator,
     MadladTranslator,
@@ -377,20 +378,82 @@ print(sorted(name for name in ("torch", "transformers") if name in sys.modules))
 # --- through the runner -------------------------------------------------------------------
 
 
-def test_runner_loads_and_calls_the_translator(checkpoints: dict[str, Path]) -> None:
+def test_runner_loads_and_calls_the_translator(
+    checkpoints: dict[str, Path], tmp_path: Path
+) -> None:
     settings = {
         "model": str(checkpoints["nllb"]),
         "device": "cpu",
         "max_new_tokens": MAX_NEW_TOKENS,
     }
     translator = load_translator(f"{MODULE}:NLLBTranslator", settings)
-    assert isinstance(translator, Translator)
+    assert isinstance(translator, BatchTranslator)
     prompt_fn = load_prompt_fn(f"{MODULE}:nllb_prompt", None)
     sources = texts(3)
-    rows = pd.DataFrame(
-        {"src_lang": "cmn_Hans", "tgt_lang": "ekk_Latn", "src_text": sources, "tgt_text": ""}
-    )
-    translations = translate_rows(translator, prompt_fn, rows, Direction("cmn_Hans", "ekk_Latn"))
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    pd.DataFrame(
+        {
+            "src_lang": "cmn_Hans",
+            "tgt_lang": "ekk_Latn",
+            "src_text": sources,
+            "tgt_text": "",
+            "uniq_id": ["a", "b", "c"],
+        }
+    ).to_parquet(dataset / "cmn_Hans-ekk_Latn.parquet")
+    run_translation(translator, ["cmn_Hans-ekk_Latn"], tmp_path / "out", prompt_fn, dataset)
+    written = pd.read_json(tmp_path / "out" / "cmn_Hans-ekk_Latn.jsonl", lines=True)
     expected = [nllb_reference(checkpoints["nllb"], "zho_Hans", "est_Latn", x) for x in sources]
     tokenizer = reference_tokenizer(checkpoints["nllb"])
-    assert translations == tokenizer.batch_decode(expected, skip_special_tokens=True)
+    assert written["mt_text"].tolist() == tokenizer.batch_decode(expected, skip_special_tokens=True)
+    assert translator.stats.prompts == 3
+
+
+# --- many directions at once --------------------------------------------------------------
+
+
+def four_directions(family: str) -> list[list[str]]:
+    """Four directions of four sentences; NLLB's go into two languages, two each."""
+    sentences = texts(16, seed=7)
+    if family == "nllb":
+        pairs = [("eng_Latn", "fra_Latn"), ("deu_Latn", "cmn_Hant"), ("ekk_Latn", "fra_Latn")]
+        pairs.append(("fra_Latn", "cmn_Hant"))
+        prompt = nllb_prompt
+    elif family == "madlad":
+        pairs = [
+            ("eng_Latn", target) for target in ("fra_Latn", "cmn_Hant", "ekk_Latn", "deu_Latn")
+        ]
+        prompt = madlad_prompt
+    else:
+        pairs = [
+            ("eng_Latn", target) for target in ("fra_Latn", "cmn_Hant", "ekk_Latn", "deu_Latn")
+        ]
+        prompt = build_prompt
+    return [
+        [prompt(src, tgt, text) for text in sentences[4 * n : 4 * n + 4]]
+        for n, (src, tgt) in enumerate(pairs)
+    ]
+
+
+@pytest.mark.parametrize("window_batches", [64, 1])
+@pytest.mark.parametrize("family", ["nllb", "madlad", "aya"])
+def test_directions_sorted_together_give_what_each_alone_gives(
+    family: str, window_batches: int, checkpoints: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directions = four_directions(family)
+    alone = make(family, checkpoints[family], batch_size=3)
+    expected = [alone.translate(prompts) for prompts in directions]
+    # Each alone: two batches of 3 + 1.
+    assert alone.stats.batches == 8
+    monkeypatch.setattr(module, "WINDOW_BATCHES", window_batches)
+    translator = make(family, checkpoints[family], batch_size=3)
+    streamed = list(translator.translate_batches([*directions[:2], [], *directions[2:]]))
+    assert sorted(index for index, _ in streamed) == [0, 1, 2, 3, 4]
+    assert dict(streamed) == dict(enumerate([*expected[:2], [], *expected[2:]]))
+    # A window of 3 prompts holds one direction; one of 192 holds them all, and batches of
+    # 3 then span directions (NLLB's two languages: 8 prompts, 3 batches each).
+    assert translator.stats.batches == (8 if window_batches == 1 else 6)
+    assert (translator.stats.prompts, translator.stats.generated_tokens) == (
+        alone.stats.prompts,
+        alone.stats.generated_tokens,
+    )

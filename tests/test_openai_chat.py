@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 
-from bouquet_eval.translators import Translator
+from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.prompt import build_prompt
+from bouquet_eval.translate import translate_directions
+from bouquet_eval.translators import BatchError, BatchTranslator, Translator
 from bouquet_eval.translators.openai_chat import (
     ChatRequestError,
     MissingAPIKeyError,
@@ -29,6 +32,7 @@ from bouquet_eval.translators.openai_chat import (
     retry_after_seconds,
 )
 from bouquet_eval.translators.reasoning import strip_reasoning
+from bouquet_eval.watchdog import TranslatorStalled
 
 from .chat_server import (
     ChatServer,
@@ -42,7 +46,7 @@ from .chat_server import (
     null_content,
     rate_limit,
 )
-from .conftest import python_path
+from .conftest import SAMPLE, python_path
 
 KEY_VARIABLE = "BOUQUET_TEST_API_KEY"
 KEY = "sk-test-7f3a9c2e5b1d4068"
@@ -465,6 +469,110 @@ def test_no_answer_is_paid_for_twice_after_a_kill(tmp_path: Path) -> None:
     assert len(answered_before) == 5
     assert sorted(request.prompt for request in rerun) == sorted(set(prompts) - answered_before)
     assert (translator.usage.cache_hits, translator.usage.requests) == (5, 7)
+
+
+# Many directions as one stream
+
+
+def test_requests_stay_in_flight_across_directions(server: ChatServer) -> None:
+    translator = make(server, concurrency=4)
+    assert isinstance(translator, BatchTranslator)
+    first = [f"a{i}" for i in range(5)]
+    second = [f"b{i}" for i in range(5)]
+    slow, quick = answer(delay=0.5), answer()
+    server.default = lambda handler, request: (slow if request.prompt == "a4" else quick)(
+        handler, request
+    )
+    sent_when_taken = []
+
+    def batches() -> Iterator[list[str]]:
+        for batch in (first, second, []):
+            sent_when_taken.append(translator.usage.requests)
+            yield batch
+
+    finished = list(translator.translate_batches(batches()))
+    # The second direction was taken only once the first one's requests left room for more,
+    # and its requests went out beside a4, and so finished before it.
+    assert sent_when_taken[0] == 0 and sent_when_taken[1] >= 4
+    order = [index for index, _ in finished]
+    assert order.index(1) < order.index(0) and order[-1] == 0
+    assert dict(finished) == {
+        0: [f"T:{prompt}" for prompt in first],
+        1: [f"T:{prompt}" for prompt in second],
+        2: [],
+    }
+    assert translator.usage.requests == 10
+
+
+def test_identical_prompts_share_one_request_across_directions(server: ChatServer) -> None:
+    translator = make(server)
+    finished = dict(translator.translate_batches([["x", "y"], ["y", "z", "x"]]))
+    assert finished == {0: ["T:x", "T:y"], 1: ["T:y", "T:z", "T:x"]}
+    assert sorted(request.prompt for request in server.chat_requests) == ["x", "y", "z"]
+
+
+def test_a_failure_names_its_direction_and_keeps_the_others(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    translator = make(server, concurrency=1, cache_dir=tmp_path)
+    server.script(answer(), answer(), answer(), error(400, "too long"))
+    stream = translator.translate_batches([["a0", "a1"], ["b0", "b1", "b2"], ["c0"]])
+    assert next(stream) == (0, ["T:a0", "T:a1"])
+    with pytest.raises(BatchError) as failure:
+        next(stream)
+    assert failure.value.index == 1
+    assert str(failure.value) == (
+        "prompt 1: the server refused the request: HTTP 400: too long (0 other prompts failed "
+        "as well and 1 were not sent; the answers received are kept)"
+    )
+    with pytest.raises(StopIteration):
+        next(stream)
+    # b0's answer is kept: a rerun asks only for b1, b2 and c0.
+    rerun = make(server, cache_dir=tmp_path)
+    assert dict(rerun.translate_batches([["b0", "b1", "b2"], ["c0"]])) == {
+        0: ["T:b0", "T:b1", "T:b2"],
+        1: ["T:c0"],
+    }
+    assert rerun.usage.cache_hits == 1
+    assert sorted(request.prompt for request in server.chat_requests[4:]) == ["b1", "b2", "c0"]
+
+
+def test_a_stream_closed_early_keeps_its_answers(server: ChatServer, tmp_path: Path) -> None:
+    translator = make(server, concurrency=2, cache_dir=tmp_path)
+    batches = [["a0", "a1"], ["b0", "b1"], ["c0"]]
+    stream = translator.translate_batches(batches)
+    index, answers = next(stream)
+    assert answers == [f"T:{prompt}" for prompt in batches[index]]
+    stream.close()
+    answered = set(server.answered_prompts())
+    assert len(RequestCache(tmp_path).answers()) == len(answered) >= 2
+
+
+def test_a_server_that_stops_answering_is_a_stall(server: ChatServer, tmp_path: Path) -> None:
+    dataset = resolve_dataset({"path": str(SAMPLE)})
+    directions = [Direction.parse("eng_Latn-deu_Latn"), Direction.parse("eng_Latn-fra_Latn")]
+    # The German direction is answered; the French one gets no answer, and no error either.
+    never, quick = hang(), answer()
+    server.default = lambda handler, request: (never if "French" in request.prompt else quick)(
+        handler, request
+    )
+    translator = make(server, timeout=600.0, cache_dir=tmp_path / "requests")
+    translator.translate([])  # aiohttp's import, which counts as no progress
+    started = time.monotonic()
+    with pytest.raises(TranslatorStalled, match=r"model out, direction eng_Latn-fra_Latn: the "
+                       r"translator made no progress for 1 s"):  # fmt: skip
+        translate_directions(
+            directions,
+            dataset,
+            tmp_path / "out",
+            lambda: (translator, build_prompt),
+            {"translator": "openai"},
+            limit=3,
+            stall_timeout=1.0,
+        )
+    assert time.monotonic() - started < 10
+    assert [path.name for path in (tmp_path / "out").glob("*.jsonl")] == ["eng_Latn-deu_Latn.jsonl"]
+    assert len(RequestCache(tmp_path / "requests").answers()) == 3
 
 
 # Secrets

@@ -6,6 +6,7 @@ One engine serves most tests; it runs in the pytest process (see `vllm_in_this_p
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -19,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from bouquet_eval.translators.vllm_offline import VLLMTranslator
+from bouquet_eval.translators import BatchTranslator
+from bouquet_eval.translators.vllm_offline import QUEUE_DEPTH, VLLMTranslator
 
 from .tiny_llama import (
     ENGINE_SETTINGS,
@@ -172,6 +174,91 @@ def test_multi_line_outputs_are_not_cut_at_a_newline(translator: VLLMTranslator)
     assert stats.generated_tokens - before[0] == len(prompts) * MAX_TOKENS
 
 
+def test_directions_in_one_stream_take_the_steps_of_one_call(
+    translator: VLLMTranslator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(translator, BatchTranslator)
+    monkeypatch.setattr(translator, "max_tokens", max_tokens := 8)
+    batches = [sample_prompts(seed, count) for seed, count in ((1, 5), (2, 9), (3, 0), (4, 7))]
+    stats = translator.stats
+    steps = stats.engine_steps
+    alone = [translator.translate(batch) for batch in batches]
+    steps_alone, steps = stats.engine_steps - steps, stats.engine_steps
+    prompts, generated = stats.prompts, stats.generated_tokens
+    seen = []
+    for index, translations in translator.translate_batches(batches):
+        # A batch's counts are added when it is handed back, and they are its own.
+        seen.append((index, stats.prompts - prompts, stats.generated_tokens - generated))
+        prompts, generated = stats.prompts, stats.generated_tokens
+        assert translations == alone[index]
+    steps_streamed, steps = stats.engine_steps - steps, stats.engine_steps
+    assert sorted(index for index, _, _ in seen) == [0, 1, 2, 3]
+    assert [(n, tokens) for _, n, tokens in sorted(seen)] == [
+        (len(batch), len(batch) * max_tokens) for batch in batches
+    ]
+    translator.translate([prompt for batch in batches for prompt in batch])
+    steps_at_once = stats.engine_steps - steps
+    assert steps_streamed <= steps_at_once * 1.02
+    # One by one, each direction drains the batch (every output here runs to max_tokens).
+    assert steps_alone >= 3 * max_tokens > steps_streamed
+
+
+def test_the_queue_is_fed_as_room_appears(
+    translator: VLLMTranslator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(translator, "max_tokens", 2)
+    engine = translator.engine().llm_engine
+    depth = QUEUE_DEPTH * engine.vllm_config.scheduler_config.max_num_seqs
+    queued_when_taken = []
+    batches = [sample_prompts(seed, 12) for seed in range(depth // 12 + 3)]
+
+    def source() -> Iterator[list[str]]:
+        for batch in batches:
+            queued_when_taken.append(engine.get_num_unfinished_requests())
+            yield batch
+
+    steps = translator.stats.engine_steps
+    finished = dict(translator.translate_batches(source()))
+    assert len(finished) == len(batches)
+    # Taken only while the queue was short of its depth, and so not all before the first step.
+    assert max(queued_when_taken) < depth <= 12 * len(batches)
+    assert translator.stats.engine_steps - steps > 1
+
+
+def test_closing_a_stream_aborts_its_requests(
+    translator: VLLMTranslator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(translator, "max_tokens", 4)
+    stream = translator.translate_batches([PROMPTS[:1], PROMPTS, PROMPTS])
+    next(stream)
+    stream.close()
+    assert translator.engine().llm_engine.get_num_unfinished_requests() == 0
+    # Nothing of the closed stream is left to come out of the next call.
+    assert translator.translate(PROMPTS[:2]) == translator.translate(PROMPTS)[:2]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_on_a_terminal_only(
+    translator: VLLMTranslator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(translator, "max_tokens", 4)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    dict(translator.translate_batches([PROMPTS[:3], PROMPTS[3:]]))
+    drawn = terminal.getvalue()
+    assert "Processed prompts" in drawn
+    assert f"{len(PROMPTS)}/{len(PROMPTS)}" in drawn
+    assert "output:" in drawn and "toks/s" in drawn
+    not_a_terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", not_a_terminal)
+    translator.translate(PROMPTS)
+    assert not_a_terminal.getvalue() == ""
+
+
 def test_generation_config_supplies_the_other_sampling_defaults(
     model_dir: Path, tmp_path: Path, built_engines: list[Any]
 ) -> None:
@@ -195,9 +282,13 @@ RUN_IN_A_NEW_PROCESS = textwrap.dedent(
     request = json.loads(sys.argv[1])
     translator = VLLMTranslator(**request["settings"])
     outputs = translator.translate(request["prompts"])
+    alone = [translator.translate(batch) for batch in request["batches"]]
+    streamed = dict(translator.translate_batches(request["batches"]))
     config = translator.engine().llm_engine.vllm_config
     result = {
         "outputs": outputs,
+        "alone": alone,
+        "streamed": [streamed[index] for index in range(len(alone))],
         "multiprocessing": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING"),
         "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT"),
         "enforce_eager": config.model_config.enforce_eager,
@@ -221,7 +312,12 @@ def test_another_process_in_deterministic_mode_gives_the_same_outputs(
         },
         "deterministic": True,
     }
-    request = {"settings": settings, "prompts": PROMPTS, "result": str(tmp_path / "result.json")}
+    request = {
+        "settings": settings,
+        "prompts": PROMPTS,
+        "batches": [PROMPTS[:3], sample_prompts(9, 5), PROMPTS[3:]],
+        "result": str(tmp_path / "result.json"),
+    }
     # The translator, not the environment, has to put the engine core in-process.
     env = {**CLEAN_ENV, **VLLM_TEST_ENV}
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
@@ -235,6 +331,8 @@ def test_another_process_in_deterministic_mode_gives_the_same_outputs(
     assert finished.returncode == 0, finished.stderr[-4000:]
     result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
     assert result["outputs"] == translator.translate(PROMPTS)
+    # Directions streamed through one engine get what each gets alone.
+    assert result["streamed"] == result["alone"]
     assert result["multiprocessing"] == "0"
     assert result["enforce_eager"] is True
     assert result["prefix_caching"] is False

@@ -63,7 +63,13 @@ def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_pat
     scores = pd.read_csv(workflow.workdir / "runs" / "tiny" / "scores.csv")
     assert len(scores) == len(DIRECTIONS)
     timing = pd.read_csv(workflow.workdir / "runs" / "tiny" / "timing.csv")
+    # One stream: each direction's own prompts and tokens, and a share of the engine's steps.
     assert (timing["prompts"] == 4).all() and (timing["generated_tokens"] > 0).all()
+    assert timing["engine_steps"].sum() > 0
+    log = (workflow.workdir / "logs" / "tiny" / "translate" / "shard0of1.log").read_text()
+    # The engine's load is timed apart, before the first direction.
+    assert log.index("translator ready in") < log.index("1 of 3 directions done, about")
+    assert "3 of 3 directions done in" in log
 
     # Deterministic: a second run elsewhere gives the same text.
     again = Workflow(tmp_path / "again")

@@ -1,14 +1,23 @@
-"""Translating directions: resumable per direction, with the translator loaded at most once."""
+"""Translating directions: resumable per direction, with the translator loaded at most once.
+
+The directions of a job that need translating go through the translator as one stream
+(`bouquet_eval.stream`): a translator that can take many directions at once keeps working
+across direction boundaries, and each direction is published atomically as soon as its last
+translation is back. A job killed half-way keeps every direction published; the rerun skips
+them before it loads a model.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bouquet_eval.config import expand_path
 from bouquet_eval.data import DatasetSource, Direction
@@ -16,7 +25,15 @@ from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.outputs import translation_output
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
-from bouquet_eval.translators import RowTranslator, Translator, load_prompt_fn, load_translator
+from bouquet_eval.provenance import ResumableOutput
+from bouquet_eval.stream import Flight, translation_stream
+from bouquet_eval.translators import (
+    BatchError,
+    RowTranslator,
+    Translator,
+    load_prompt_fn,
+    load_translator,
+)
 from bouquet_eval.translators.backends import (
     BACKENDS,
     model_gpus,
@@ -25,6 +42,7 @@ from bouquet_eval.translators.backends import (
 )
 from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
+from bouquet_eval.watchdog import StallWatchdog
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,8 +93,12 @@ def translate_model(
     output_dir: Path,
     limit: int | None = None,
     secrets: frozenset[str] = frozenset(),
+    stall_timeout: float | None = None,
 ) -> None:
-    """Translate `directions` with a model entry of the workflow configuration."""
+    """Translate `directions` with a model entry of the workflow configuration.
+
+    `stall_timeout`: fail when the translator makes no progress for this many seconds.
+    """
     backend = BACKENDS.get(model["translator"])
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
@@ -108,7 +130,23 @@ def translate_model(
         None if folder is None else partial(provided_file, folder),
         secrets,
         describe_environment,
+        stall_timeout,
     )
+
+
+class TranslationError(RuntimeError):
+    """A direction could not be translated; the message names the model and the direction."""
+
+    def __init__(self, model: str, direction: str, detail: str) -> None:
+        super().__init__(f"model {model}, direction {direction}: {detail}")
+
+
+@dataclass(frozen=True)
+class Work:
+    """A direction to translate and where its translations go."""
+
+    direction: Direction
+    output: ResumableOutput
 
 
 def translate_directions(
@@ -121,20 +159,75 @@ def translate_directions(
     provided: Callable[[Direction], Path] | None = None,
     secrets: frozenset[str] = frozenset(),
     describe_environment: Callable[[], dict[str, Any]] = lambda: job_environment(False),
+    stall_timeout: float | None = None,
 ) -> None:
     """Write `<output_dir>/<src>-<tgt>.jsonl` for every direction that is not current.
 
     `make_translator` is called only when some direction needs translating, so a rerun that
     finds everything done loads no model. `settings` (real values) decide the translations
     with the direction's dataset file; `provided`, when given, names a file of translations
-    made elsewhere that each direction is made from too. A translator with
-    `check_directions(directions)` is asked first, before it loads a model, whether it supports
-    them all. `describe_environment()`, called once the translator is ready, says what the job
-    runs with, for the manifest.
+    made elsewhere that each direction is made from too. `describe_environment()`, called
+    once the translator is ready, says what the job runs with, for the manifest. Errors name
+    the model, taken to be the name of `output_dir`.
     """
-    translator: Translator | RowTranslator | None = None
-    prompt_fn: PromptFn | None = None
-    environment: dict[str, Any] = {}
+    work = directions_to_translate(directions, dataset, output_dir, settings, provided, secrets)
+    if not work:
+        return
+    translator, prompt_fn = _start(make_translator, directions)
+    environment = describe_environment()
+    model = output_dir.name
+    flight = Flight()
+    progress = JobProgress(len(work))
+    watchdog = StallWatchdog(
+        stall_timeout,
+        probe=lambda: (flight.pulled, flight.landed, usage_counters(translator)),
+        describe=lambda: stalled_message(model, work, flight, stall_timeout),
+    )
+    # Sentences are read as the translator takes their direction, and dropped once it is
+    # published: a job holds those of the directions in flight, not of all of its own.
+    held: dict[int, pd.DataFrame] = {}
+
+    def sentences() -> Iterator[pd.DataFrame]:
+        for position, item in enumerate(work):
+            held[position] = dataset.load(item.direction, limit)
+            yield held[position]
+
+    before = usage_counters(translator)
+    stream = translation_stream(translator, prompt_fn, sentences(), flight)
+    with watchdog, contextlib.closing(stream):
+        for position, returned in attributed(stream, work, flight, model):
+            item, rows = work[position], held.pop(position)
+            seconds = flight.land(position)
+            translations = checked_translations(returned, len(rows), model, item.direction)
+            item.output.publish(
+                partial(write_jsonl, frame=translation_frame(rows, translations)), environment
+            )
+            counters = usage_counters(translator)
+            counted = {key: value - before.get(key, 0) for key, value in counters.items()}
+            before = counters
+            record = timing_record(item.direction, len(rows), seconds, counted)
+            write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
+            log.info(
+                "%s: %d sentences, %.2f s (%.1f sentences/s); %s",
+                item.direction,
+                len(rows),
+                record["seconds"],
+                record["sentences_per_second"] or 0,
+                progress.finished(),
+            )
+
+
+def directions_to_translate(
+    directions: Sequence[Direction],
+    dataset: DatasetSource,
+    output_dir: Path,
+    settings: dict[str, Any],
+    provided: Callable[[Direction], Path] | None,
+    secrets: frozenset[str],
+) -> list[Work]:
+    """The directions whose translations are neither current nor restorable from the cache
+    (those are restored here), in order."""
+    work = []
     total = len(directions)
     for position, direction in enumerate(directions, start=1):
         output = translation_output(
@@ -149,27 +242,12 @@ def translate_directions(
         progress = f"[{position}/{total}] {direction}"
         if output.is_current():
             log.info("%s: up to date", progress)
-            continue
-        if output.restore_from_cache():
+        elif output.restore_from_cache():
             log.info("%s: restored from %s", progress, output.cached)
-            continue
-        rows = dataset.load(direction, limit)
-        if translator is None or prompt_fn is None:
-            translator, prompt_fn = _start(make_translator, directions)
-            environment = describe_environment()
-        started, before = time.monotonic(), usage_counters(translator)
-        raw = translate_rows(translator, prompt_fn, rows, direction)
-        frame = translation_frame(rows, raw)
-        output.publish(partial(write_jsonl, frame=frame), environment)
-        record = timing_record(direction, len(rows), time.monotonic() - started, before, translator)
-        write_json(output_dir / TIMING_DIR / f"{direction}.json", record)
-        log.info(
-            "%s: %d sentences in %.2f s (%.1f sentences/s)",
-            progress,
-            len(rows),
-            record["seconds"],
-            record["sentences_per_second"],
-        )
+        else:
+            work.append(Work(direction, output))
+    log.info("%d of %d directions to translate", len(work), total)
+    return work
 
 
 def _start(
@@ -181,25 +259,132 @@ def _start(
     check = getattr(translator, "check_directions", None)
     if check is not None:
         check(directions)
+    load = getattr(translator, "load", None)
+    if callable(load):
+        load()
     log.info("translator ready in %.1f s", time.monotonic() - started)
     return translator, prompt_fn
 
 
+class JobProgress:
+    """How many of a job's directions are done, and an estimate of the time left."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.done = 0
+        self._clock = clock
+        self._started = clock()
+
+    def finished(self) -> str:
+        """Count one more direction done; say where the job stands."""
+        self.done += 1
+        elapsed = self._clock() - self._started
+        status = f"{self.done} of {self.total} directions done"
+        if self.done == self.total:
+            return f"{status} in {duration(elapsed)}"
+        left = elapsed / self.done * (self.total - self.done)
+        return f"{status}, about {duration(left)} left"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def attributed(
+    stream: Iterable[tuple[int, object]], work: Sequence[Work], flight: Flight, model: str
+) -> Iterator[tuple[int, object]]:
+    """The stream, with its failures turned into errors that name the direction at fault."""
+    results = iter(stream)
+    while True:
+        try:
+            position, returned = next(results)
+        except StopIteration:
+            return
+        except TranslationError:
+            raise
+        except BatchError as error:
+            direction = str(work[error.index].direction)
+            raise TranslationError(model, direction, str(error)) from error
+        except Exception as error:
+            detail = f"the translator failed: {type(error).__name__}: {error}"
+            raise TranslationError(model, in_flight(work, flight), detail) from error
+        yield position, returned
+
+
+def in_flight(work: Sequence[Work], flight: Flight) -> str:
+    """The direction the translator was on: the oldest it held, and how many others."""
+    positions = flight.in_flight() or [min(flight.pulled, len(work) - 1)]
+    names = [str(work[position].direction) for position in positions]
+    if len(names) == 1:
+        return names[0]
+    others = ", ".join(names[1:4]) + (", ..." if len(names) > 4 else "")
+    return f"{names[0]} (translated together with {others})"
+
+
+def stalled_message(model: str, work: Sequence[Work], flight: Flight, timeout: float | None) -> str:
+    return str(
+        TranslationError(
+            model,
+            in_flight(work, flight),
+            f"the translator made no progress for {timeout:g} s (stall_timeout); the "
+            "directions finished before are kept",
+        )
+    )
+
+
+def checked_translations(
+    returned: object, sentences: int, model: str, direction: Direction
+) -> list[str]:
+    """What a translator returned for a direction, if it is one string per sentence that
+    can be written as UTF-8; otherwise an error naming the model and the direction."""
+
+    def fail(detail: str) -> TranslationError:
+        return TranslationError(model, str(direction), detail)
+
+    if returned is None or isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
+        raise fail(
+            f"the translator returned {type(returned).__name__}, not a list of {sentences} strings"
+        )
+    translations = list(cast(Iterable[object], returned))
+    if len(translations) != sentences:
+        raise fail(f"the translator returned {len(translations)} outputs for {sentences} sentences")
+    for index, text in enumerate(translations):
+        if not isinstance(text, str):
+            raise fail(f"output {index} of the translator is a {type(text).__name__}, not a str")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise fail(
+                f"output {index} of the translator holds {text[error.start]!r} at character "
+                f"{error.start}, a lone surrogate that UTF-8 cannot encode"
+            ) from None
+    return translations
+
+
 def usage_counters(translator: Any) -> dict[str, float]:
-    """A translator's cumulative counters (requests, tokens, ...), where it keeps any."""
+    """A translator's cumulative counters (requests, tokens, ...), where it keeps any.
+
+    Only reads attributes, so that another thread (the stall watchdog) may call it while the
+    translator counts.
+    """
     usage = getattr(translator, "usage", None) or getattr(translator, "stats", None)
     if dataclasses.is_dataclass(usage) and not isinstance(usage, type):
-        usage = dataclasses.asdict(usage)
+        usage = {field.name: getattr(usage, field.name) for field in dataclasses.fields(usage)}
     if not isinstance(usage, dict):
         return {}
     return {key: value for key, value in usage.items() if isinstance(value, (int, float))}
 
 
 def timing_record(
-    direction: Direction, sentences: int, seconds: float, before: dict[str, float], translator: Any
+    direction: Direction, sentences: int, seconds: float, counted: dict[str, float]
 ) -> dict[str, Any]:
-    """Wall time of one direction, with what the translator counted meanwhile."""
-    counted = {key: value - before.get(key, 0) for key, value in usage_counters(translator).items()}
+    """A direction's share of the job's translation time, with what the translator counted
+    since the previous direction finished."""
     record: dict[str, Any] = {
         "src_lang": direction.src_lang,
         "tgt_lang": direction.tgt_lang,
@@ -212,37 +397,6 @@ def timing_record(
     if generated and seconds > 0:
         record["output_tokens_per_second"] = round(generated / seconds, 3)
     return record
-
-
-def translate_rows(
-    translator: Translator | RowTranslator,
-    prompt_fn: PromptFn,
-    rows: pd.DataFrame,
-    direction: Direction,
-) -> list[str]:
-    if isinstance(translator, RowTranslator):
-        translations = translator.translate_rows(rows)
-    else:
-        prompts = [
-            prompt_fn(direction.src_lang, direction.tgt_lang, text) for text in rows["src_text"]
-        ]
-        try:
-            translations = translator.translate(prompts)
-        except Exception as error:
-            raise RuntimeError(f"direction {direction}: {error}") from error
-    translations = list(translations)
-    if len(translations) != len(rows):
-        raise ValueError(
-            f"direction {direction}: the translator returned {len(translations)} outputs "
-            f"for {len(rows)} sentences"
-        )
-    not_text = [i for i, text in enumerate(translations) if not isinstance(text, str)]
-    if not_text:
-        raise TypeError(
-            f"direction {direction}: output {not_text[0]} of the translator is a "
-            f"{type(translations[not_text[0]]).__name__}, not a str"
-        )
-    return translations
 
 
 def translation_frame(rows: pd.DataFrame, raw: list[str]) -> pd.DataFrame:

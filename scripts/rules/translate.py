@@ -20,4 +20,5 @@ with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASE
         Path(snakemake.output[0]).parent,
         config["limit"],
         known_secrets(config),
+        config["stall_timeout"],
     )

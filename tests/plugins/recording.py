@@ -2,7 +2,8 @@
 
 It "translates" by upper-casing the source text (plus an optional suffix), appends one line
 per translated direction to a record file, so tests can count what was computed, and can be
-told to fail on a target language or to return the wrong number of outputs.
+told to fail on a target language, to hang on one, or to return the wrong number of outputs,
+None, or text that UTF-8 cannot encode.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class RecordingTranslator:
         load_seconds: float = 0.0,
         record_devices: bool = False,
         direction_seconds: float = 0.0,
+        hang_on_target: str | None = None,
+        hang_while_exists: str | None = None,
+        return_none: bool = False,
+        lone_surrogate: bool = False,
     ) -> None:
         self.record = Path(record)
         self.suffix = suffix
@@ -48,6 +53,10 @@ class RecordingTranslator:
         self.drop_one = drop_one
         self.record_devices = record_devices
         self.direction_seconds = direction_seconds
+        self.hang_on_target = hang_on_target
+        self.hang_while_exists = hang_while_exists
+        self.return_none = return_none
+        self.lone_surrogate = lone_surrogate
         time.sleep(load_seconds)  # a simulated model load
         with self.record.open("a", encoding="utf-8") as handle:
             handle.write("LOAD\n")
@@ -59,6 +68,14 @@ class RecordingTranslator:
         )
         if failing:
             raise RuntimeError(f"simulated failure on {src_lang}-{tgt_lang}")
+        if self.hang_on_target == tgt_lang:
+            # As a translator waiting for an answer that never comes (or, with a file named,
+            # until the file is removed).
+            deadline = time.monotonic() + 3600
+            while time.monotonic() < deadline and (
+                self.hang_while_exists is None or Path(self.hang_while_exists).exists()
+            ):
+                time.sleep(0.05)
         time.sleep(self.direction_seconds)
         with self.record.open("a", encoding="utf-8") as handle:
             handle.write(f"{src_lang}-{tgt_lang}\n")
@@ -70,6 +87,11 @@ class RecordingTranslator:
                     f"{os.environ.get('SLURM_JOB_ID', 'local')}\n"
                 )
         outputs = [prompt.split(SEPARATOR, 2)[2].upper() + self.suffix for prompt in prompts]
+        if self.return_none:
+            return None  # type: ignore[return-value]
+        if self.lone_surrogate:
+            # What decoding bytes with errors="surrogateescape" leaves in a string.
+            outputs[-1] += b"\xff".decode("utf-8", errors="surrogateescape")
         return outputs[:-1] if self.drop_one else outputs
 
 
@@ -123,3 +145,18 @@ class PickyTranslator(RecordingTranslator):
         unsupported = sorted({d.tgt_lang for d in directions if d.tgt_lang == self.refuse})
         if unsupported:
             raise ValueError(f"this model does not support {unsupported}")
+
+
+class StreamingRecorder(RecordingTranslator):
+    """A `BatchTranslator`: takes directions two at a time and finishes the second first."""
+
+    def translate_batches(self, batches):
+        held: list[tuple[int, list[str]]] = []
+        for index, prompts in enumerate(batches):
+            held.append((index, prompts))
+            if len(held) == 2:
+                for position, batch in reversed(held):
+                    yield position, self.translate(batch)
+                held = []
+        for position, batch in held:
+            yield position, self.translate(batch)

@@ -4,12 +4,19 @@ Two protocols, both runtime-checkable so that no subclassing is needed:
 - `Translator.translate(prompts)`: the usual case; prompts come from the prompt function.
 - `RowTranslator.translate_rows(rows)`: sees the whole direction (sources and references);
   used by the built-in bounds `copy-source` and `reference`.
+
+A `Translator` may also be a `BatchTranslator`: `translate_batches` takes the prompts of many
+directions at once, so that work on the next direction starts while the last outputs of the
+previous one are still being produced. The runner uses it when it is there. Two more optional
+methods are looked for: `check_directions(directions)`, called first, which raises for
+directions the model cannot translate; and `load()`, called next, which loads the model so
+that its load is timed apart from the first direction's translation.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bouquet_eval.prompt import PromptFn, build_prompt
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKENDS",
+    "BatchError",
+    "BatchTranslator",
     "RowTranslator",
     "Translator",
     "import_object",
@@ -47,6 +56,28 @@ class Translator(Protocol):
 @runtime_checkable
 class RowTranslator(Protocol):
     def translate_rows(self, rows: pd.DataFrame) -> list[str]: ...
+
+
+@runtime_checkable
+class BatchTranslator(Protocol):
+    def translate_batches(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        """Translate many batches of prompts (one per direction) as one stream of work.
+
+        Batches are taken from `batches` only as room for more work appears, so that the
+        caller prepares them no sooner than needed. Each batch is yielded back as
+        `(position in batches, its translations)` as soon as its last translation is done,
+        in whatever order batches finish; each is yielded once. A failure that belongs to one
+        batch is raised as a `BatchError` naming it.
+        """
+        ...
+
+
+class BatchError(RuntimeError):
+    """A failure of the batch at `index` of a `translate_batches` stream."""
+
+    def __init__(self, index: int, detail: str) -> None:
+        super().__init__(detail)
+        self.index = index
 
 
 def import_object(spec: str) -> Any:

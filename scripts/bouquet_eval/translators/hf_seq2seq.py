@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from bouquet_eval.devices import resolve_device, resolve_dtype
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 DTYPES = ("float32", "bfloat16", "float16")
+# `translate_batches` sorts at least this many batches' worth of prompts together.
+WINDOW_BATCHES = 64
 
 # BOUQuET codes that NLLB-200 spells differently. Everything else is used as it is, without
 # its glottocode (NLLB has one Portuguese, `por_Latn`, and one Twi, `twi_Latn`).
@@ -203,6 +206,22 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
 Key = TypeVar("Key", bound=Hashable)
 
 
+@dataclass
+class Seq2SeqStats:
+    """Totals of one translator. A direction's prompts and tokens are counted when it is done,
+    so that the counts between two finished directions are exactly the later one's; batches
+    are counted as they are generated."""
+
+    prompts: int = 0
+    generated_tokens: int = 0
+    batches: int = 0
+
+    def add(self, generated: Sequence[Sequence[int]]) -> None:
+        self.prompts += len(generated)
+        # The decoder's start token was given, not generated.
+        self.generated_tokens += sum(len(row) - 1 for row in generated)
+
+
 class Seq2SeqTranslator(Generic[Key]):
     """What the three families share: loading, batching, generation and decoding.
 
@@ -242,8 +261,9 @@ class Seq2SeqTranslator(Generic[Key]):
         self.num_beams = num_beams
         self.max_new_tokens = max_new_tokens
         self.model: Any = None
-        """The loaded model; None until the first `translate` call."""
+        """The loaded model; None until `load` or the first `translate` call."""
         self._tokenizer: Any = None
+        self.stats = Seq2SeqStats()
 
     @property
     def tokenizer(self) -> Any:
@@ -273,36 +293,82 @@ class Seq2SeqTranslator(Generic[Key]):
         raise NotImplementedError
 
     def translate(self, prompts: list[str]) -> list[str]:
-        # Generated first: a prompt of the wrong shape fails before the tokenizer loads.
-        generated = self.generate_ids(prompts)
-        if not generated:
-            return []
-        return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        for _, translations in self.translate_batches([prompts]):
+            return translations
+        return []
+
+    def translate_batches(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        """See `bouquet_eval.translators.BatchTranslator`: a window of directions at a time."""
+        source = enumerate(batches)
+        window_size = WINDOW_BATCHES * self.batch_size
+        while window := _take_prompts(source, window_size):
+            prompts = [prompt for _, batch in window for prompt in batch]
+            owner = [slot for slot, (_, batch) in enumerate(window) for _ in batch]
+            left = [len(batch) for _, batch in window]
+            generated: list[list[int]] = [[] for _ in prompts]
+            starts = [sum(left[:slot]) for slot in range(len(window))]
+            for index, batch in window:
+                if not batch:
+                    yield index, []
+            for indices, rows in self.generated_batches(prompts):
+                for prompt, row in zip(indices, rows, strict=True):
+                    generated[prompt] = row
+                    left[owner[prompt]] -= 1
+                for slot in sorted({owner[prompt] for prompt in indices}):
+                    if left[slot] == 0:
+                        done = generated[starts[slot] : starts[slot] + len(window[slot][1])]
+                        self.stats.add(done)
+                        yield window[slot][0], self.decode(done)
+
+    def decode(self, generated: list[list[int]]) -> list[str]:
+        return self.tokenizer.batch_decode(generated, skip_special_tokens=True) if generated else []
+
+    def load(self) -> None:
+        """Load the model now, so that its load is timed apart from the first direction."""
+        self.load_model()
 
     def generate_ids(self, prompts: list[str]) -> list[list[int]]:
         """The generated token ids of each prompt, in the prompts' order, without trailing
         padding; the decoder's start token comes first."""
+        generated: list[list[int]] = [[] for _ in prompts]
+        for indices, rows in self.generated_batches(prompts):
+            for index, row in zip(indices, rows, strict=True):
+                generated[index] = row
+        return generated
+
+    def generated_batches(self, prompts: list[str]) -> Iterator[tuple[list[int], list[list[int]]]]:
+        """(indices into `prompts`, their generated ids) for each batch, as it is generated.
+
+        Prompts are encoded by group key and batched by generation group, longest first.
+        """
         if not prompts:
-            return []
-        groups: dict[Key, list[int]] = {}
+            return
+        keys: dict[Key, list[int]] = {}
         texts = []
         for index, prompt in enumerate(prompts):
             key, text = self.split_prompt(prompt)
-            groups.setdefault(key, []).append(index)
+            keys.setdefault(key, []).append(index)
             texts.append(text)
         # Before the model loads: a wrong language costs seconds, not a model load.
-        self.check_groups(list(groups))
+        self.check_groups(list(keys))
         model = self.load_model()
-        generated: list[list[int]] = [[] for _ in prompts]
+        encoded: list[list[int]] = [[] for _ in prompts]
+        groups: dict[Hashable, list[int]] = {}
+        for key, indices in keys.items():
+            for index, ids in zip(
+                indices, self.encode(key, [texts[i] for i in indices]), strict=True
+            ):
+                encoded[index] = ids
+            groups.setdefault(self.generation_group(key), []).extend(indices)
         batches = 0
         started = time.monotonic()
-        for key, indices in groups.items():
-            encoded = self.encode(key, [texts[index] for index in indices])
-            for batch in length_sorted_batches([len(ids) for ids in encoded], self.batch_size):
-                rows = self.generate_batch(model, [encoded[j] for j in batch], key)
-                for j, row in zip(batch, rows, strict=True):
-                    generated[indices[j]] = row
+        for group, indices in groups.items():
+            for batch in length_sorted_batches([len(encoded[i]) for i in indices], self.batch_size):
+                chosen = [indices[j] for j in batch]
+                rows = self.generate_batch(model, [encoded[i] for i in chosen], group)
                 batches += 1
+                self.stats.batches += 1
+                yield chosen, rows
         log.info(
             "%s: %d prompts in %d batches in %.1f s",
             self.family,
@@ -310,7 +376,6 @@ class Seq2SeqTranslator(Generic[Key]):
             batches,
             time.monotonic() - started,
         )
-        return generated
 
     def split_prompt(self, prompt: str) -> tuple[Key, str]:
         """(group key, text to encode) of a prompt."""
@@ -322,7 +387,11 @@ class Seq2SeqTranslator(Generic[Key]):
     def encode(self, key: Key, texts: list[str]) -> list[list[int]]:
         return self.tokenizer(texts)["input_ids"]
 
-    def generation_kwargs(self, key: Key) -> dict[str, Any]:
+    def generation_group(self, key: Key) -> Hashable:
+        """Prompts of keys with the same generation group can share a batch."""
+        return None
+
+    def generation_kwargs(self, group: Hashable) -> dict[str, Any]:
         return {}
 
     def load_model(self) -> Any:
@@ -346,7 +415,7 @@ class Seq2SeqTranslator(Generic[Key]):
             )
         return self.model
 
-    def generate_batch(self, model: Any, rows: list[list[int]], key: Key) -> list[list[int]]:
+    def generate_batch(self, model: Any, rows: list[list[int]], group: Hashable) -> list[list[int]]:
         import torch
 
         inputs = self.tokenizer.pad({"input_ids": rows}, return_tensors="pt").to(model.device)
@@ -356,7 +425,7 @@ class Seq2SeqTranslator(Generic[Key]):
                 do_sample=False,
                 num_beams=self.num_beams,
                 max_new_tokens=self.max_new_tokens,
-                **self.generation_kwargs(key),
+                **self.generation_kwargs(group),
             )
         return [self.without_padding(row) for row in output.tolist()]
 
@@ -406,9 +475,12 @@ class NLLBTranslator(Seq2SeqTranslator[tuple[str, str]]):
         self.tokenizer.src_lang = src_code
         return self.tokenizer(texts)["input_ids"]
 
-    def generation_kwargs(self, key: tuple[str, str]) -> dict[str, Any]:
+    def generation_group(self, key: tuple[str, str]) -> str:
         _, tgt_code = key
-        return {"forced_bos_token_id": self.tokenizer.convert_tokens_to_ids(tgt_code)}
+        return tgt_code
+
+    def generation_kwargs(self, group: Hashable) -> dict[str, Any]:
+        return {"forced_bos_token_id": self.tokenizer.convert_tokens_to_ids(group)}
 
 
 class MadladTranslator(Seq2SeqTranslator[str]):
@@ -475,3 +547,17 @@ class AyaTranslator(Seq2SeqTranslator[None]):
 
     def split_prompt(self, prompt: str) -> tuple[None, str]:
         return None, prompt
+
+
+def _take_prompts(
+    source: Iterator[tuple[int, list[str]]], size: int
+) -> list[tuple[int, list[str]]]:
+    """Whole batches from `source` until they hold at least `size` prompts, or it ends."""
+    taken: list[tuple[int, list[str]]] = []
+    count = 0
+    for index, batch in source:
+        taken.append((index, batch))
+        count += len(batch)
+        if count >= size:
+            break
+    return taken

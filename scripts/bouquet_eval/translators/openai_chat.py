@@ -1,6 +1,9 @@
 """Translating through an OpenAI-compatible chat-completions API (OpenAI, vLLM, llama.cpp, …).
 
-One chat request per prompt, `concurrency` at a time over kept-alive connections. The
+One chat request per prompt, `concurrency` at a time over kept-alive connections. With
+`translate_batches` (many directions as one stream), the next direction's requests start as
+soon as the previous direction's last ones leave room, so `concurrency` requests stay in flight
+across direction boundaries instead of dwindling to the slowest answer of each direction. The
 translation is the reply's raw `content`, reasoning included; callers remove it with
 `reasoning.strip_reasoning`.
 
@@ -38,12 +41,13 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.provenance import REDACTED
+from bouquet_eval.translators import BatchError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -65,12 +69,14 @@ class MissingAPIKeyError(RuntimeError):
 
 
 class ChatRequestError(RuntimeError):
-    """A prompt that got no answer; `index` is its position in the list given to `translate`."""
+    """A prompt that got no answer; `index` is its position in its batch (the list given to
+    `translate`), `batch` the batch's position in a `translate_batches` stream."""
 
-    def __init__(self, index: int, detail: str) -> None:
+    def __init__(self, index: int, detail: str, batch: int = 0) -> None:
         super().__init__(f"prompt {index}: {detail}")
         self.index = index
         self.detail = detail
+        self.batch = batch
 
 
 @dataclass
@@ -141,7 +147,7 @@ class _Failure:
 
 @dataclass
 class _Session:
-    """What the requests of one `translate` call share."""
+    """What the requests of one stream (or `translate` call) share."""
 
     client: aiohttp.ClientSession
     secret: str | None
@@ -182,7 +188,9 @@ class _CacheWriter:
     async def flush(self) -> None:
         """Wait until every answer added is on disk; raises what writing raised."""
         if self._writing is not None:
-            await self._writing
+            # Shielded: a waiter that is cancelled (a batch, when a stream is closed early)
+            # must not cancel the writing that the cache and the other waiters depend on.
+            await asyncio.shield(self._writing)
 
 
 class OpenAIChatTranslator:
@@ -243,25 +251,58 @@ class OpenAIChatTranslator:
         return url.rstrip("/")
 
     def translate(self, prompts: list[str]) -> list[str]:
-        keys = [self._key(prompt) for prompt in prompts]
-        known = self.cache.answers() if self.cache is not None else {}
-        answers = {key: known[key] for key in keys if key in known}
-        hits = sum(key in answers for key in keys)
-        self.usage.cache_hits += hits
-        # Identical prompts share one request, as they would share a cache record.
-        pending: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            if key not in answers:
-                pending.setdefault(key, index)
-        log.info(
-            "%d prompts: %d answered from the cache, %d requests to send",
-            len(prompts),
-            hits,
-            len(pending),
+        for _, answers in self._stream([prompts]):
+            return answers
+        return []
+
+    def translate_batches(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        """See `bouquet_eval.translators.BatchTranslator`; one session for every batch."""
+        try:
+            yield from self._stream(batches)
+        except ChatRequestError as error:
+            raise BatchError(error.batch, str(error)) from error
+
+    def _stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        # The event loop runs while this generator waits for the next finished batch, and
+        # pauses while the caller handles one (writing a file: milliseconds).
+        loop = asyncio.new_event_loop()
+        stream: _Stream | None = None
+        try:
+            stream = loop.run_until_complete(self._open(enumerate(batches)))
+            while (finished := loop.run_until_complete(stream.next_finished())) is not None:
+                yield finished
+        finally:
+            if stream is not None:
+                loop.run_until_complete(stream.close())
+            loop.close()
+
+    async def _open(self, batches: Iterator[tuple[int, list[str]]]) -> _Stream:
+        import aiohttp
+
+        secret = self._api_key()
+        route = _Route.from_environment(self.endpoint())
+        # Given with each request, not as the session's defaults: aiohttp copies those into
+        # the headers for a proxy, where it would send the key as Proxy-Authorization.
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": f"bouquet-eval/{_version()}",
+            **route.request_headers,
+        }
+        if secret is not None:
+            headers["Authorization"] = f"Bearer {secret}"
+        session = _Session(
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.concurrency),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            ),
+            secret,
+            f"{self.endpoint()}/chat/completions",
+            headers,
+            route,
+            asyncio.Semaphore(self.concurrency),
+            _CacheWriter(self.cache) if self.cache is not None else None,
         )
-        if pending:
-            answers.update(asyncio.run(self._send_all(prompts, pending)))
-        return [answers[key] for key in keys]
+        return _Stream(self, session, batches)
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -295,65 +336,6 @@ class OpenAIChatTranslator:
         }
         canonical = json.dumps(material, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
-
-    async def _send_all(self, prompts: list[str], pending: dict[str, int]) -> dict[str, str]:
-        import aiohttp
-
-        secret = self._api_key()
-        route = _Route.from_environment(self.endpoint())
-        # Given with each request, not as the session's defaults: aiohttp copies those into
-        # the headers for a proxy, where it would send the key as Proxy-Authorization.
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": f"bouquet-eval/{_version()}",
-            **route.request_headers,
-        }
-        if secret is not None:
-            headers["Authorization"] = f"Bearer {secret}"
-        client = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.concurrency),
-            timeout=aiohttp.ClientTimeout(total=self.timeout),
-        )
-        session = _Session(
-            client,
-            secret,
-            f"{self.endpoint()}/chat/completions",
-            headers,
-            route,
-            asyncio.Semaphore(self.concurrency),
-            _CacheWriter(self.cache) if self.cache is not None else None,
-        )
-        answers: dict[str, str] = {}
-        try:
-            await asyncio.gather(
-                *(
-                    self._translate_one(session, key, index, prompts[index], answers)
-                    for key, index in pending.items()
-                )
-            )
-        finally:
-            await client.close()
-            if session.writer is not None:
-                await session.writer.flush()
-        if session.failures:
-            raise _summary(session.failures, unsent=len(pending) - len(answers))
-        return answers
-
-    async def _translate_one(
-        self, session: _Session, key: str, index: int, prompt: str, answers: dict[str, str]
-    ) -> None:
-        async with session.semaphore:
-            if session.failures:
-                # The call fails anyway: start no more paid requests. Those already under way
-                # finish and are cached, so a rerun does not pay for them again.
-                return
-            try:
-                answers[key] = await self._complete(session, index, prompt)
-            except ChatRequestError as error:
-                session.failures.append(error)
-                return
-            if session.writer is not None:
-                session.writer.add(key, answers[key])
 
     async def _complete(self, session: _Session, index: int, prompt: str) -> str:
         request = self._request(prompt)
@@ -439,6 +421,175 @@ class OpenAIChatTranslator:
         self.usage.truncated += answer.truncated
 
 
+class _Stream:
+    """The requests of a stream of batches over one session.
+
+    The next batch is taken when fewer than `concurrency` requests are left unanswered, so the
+    semaphore's places never wait for a batch to end. Identical prompts share one request (or
+    one cached answer), within a batch and across batches. After a failure no new request is
+    sent; those under way finish and are cached, the batches already whole are still handed
+    back, and then the stream raises.
+    """
+
+    def __init__(
+        self,
+        translator: OpenAIChatTranslator,
+        session: _Session,
+        batches: Iterator[tuple[int, list[str]]],
+    ) -> None:
+        self.translator = translator
+        self.session = session
+        self.batches = batches
+        # Finished batches, and None whenever the state changed (a batch ended, feeding ended).
+        self.events: asyncio.Queue[tuple[int, list[str]] | None] = asyncio.Queue()
+        self.received: dict[str, str] = {}
+        self.under_way: dict[str, asyncio.Task[str | None]] = {}
+        self.room = asyncio.Event()
+        self.open_batches = 0
+        self.fed = False
+        self.skipped = 0
+        self.error: BaseException | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self._start(self._feed())
+
+    def _start(self, coroutine: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def stopped(self) -> bool:
+        return bool(self.session.failures) or self.error is not None
+
+    async def _feed(self) -> None:
+        try:
+            for index, prompts in self.batches:
+                # Requests are registered here, before the next look at the room left.
+                keys, answers, requests = self._send_batch(index, prompts)
+                self.open_batches += 1
+                self._start(self._batch(index, keys, answers, requests))
+                while len(self.under_way) >= self.translator.concurrency and not self.stopped():
+                    self.room.clear()
+                    await self.room.wait()
+                if self.stopped():
+                    break
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # from the caller's batches, the cache, an interruption
+            self.error = error
+        finally:
+            self.fed = True
+            self.events.put_nowait(None)
+
+    def _send_batch(
+        self, index: int, prompts: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, asyncio.Task[str | None]]]:
+        """A batch's keys, the answers known already, and the requests for the others."""
+        keys = [self.translator._key(prompt) for prompt in prompts]
+        known = self.translator.cache.answers() if self.translator.cache is not None else {}
+        answers = {}
+        for key in keys:
+            if key in self.received or key in known:
+                answers[key] = self.received.get(key, known.get(key))
+        hits = sum(key in answers for key in keys)
+        self.translator.usage.cache_hits += hits
+        pending: dict[str, int] = {}
+        for position, key in enumerate(keys):
+            if key not in answers:
+                pending.setdefault(key, position)
+        log.info(
+            "%d prompts: %d answered from the cache, %d requests to send",
+            len(prompts),
+            hits,
+            len(pending),
+        )
+        requests = {
+            key: self._request(key, index, position, prompts[position])
+            for key, position in pending.items()
+        }
+        return keys, answers, requests
+
+    async def _batch(
+        self,
+        index: int,
+        keys: list[str],
+        answers: dict[str, str],
+        requests: dict[str, asyncio.Task[str | None]],
+    ) -> None:
+        try:
+            replies = await asyncio.gather(*requests.values())
+            if any(reply is None for reply in replies):
+                return
+            answers.update(zip(requests, replies, strict=True))
+            if self.session.writer is not None:
+                await self.session.writer.flush()
+            self.events.put_nowait((index, [answers[key] for key in keys]))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # a cache that cannot be written, an interruption
+            self.error = self.error or error
+        finally:
+            self.open_batches -= 1
+            self.events.put_nowait(None)
+
+    def _request(
+        self, key: str, batch: int, position: int, prompt: str
+    ) -> asyncio.Task[str | None]:
+        if key not in self.under_way:
+            task = self._start(self._send(key, batch, position, prompt))
+            self.under_way[key] = task
+            task.add_done_callback(lambda _: self._done(key))
+        return self.under_way[key]
+
+    def _done(self, key: str) -> None:
+        del self.under_way[key]
+        self.room.set()
+
+    async def _send(self, key: str, batch: int, position: int, prompt: str) -> str | None:
+        session = self.session
+        async with session.semaphore:
+            if self.stopped():
+                # The stream fails anyway: start no more paid requests. Those already under
+                # way finish and are cached, so a rerun does not pay for them again.
+                self.skipped += 1
+                return None
+            try:
+                content = await self.translator._complete(session, position, prompt)
+            except ChatRequestError as error:
+                error.batch = batch
+                session.failures.append(error)
+                return None
+        self.received[key] = content
+        if session.writer is not None:
+            session.writer.add(key, content)
+        return content
+
+    async def next_finished(self) -> tuple[int, list[str]] | None:
+        """The next whole batch; None when every batch has been handed back."""
+        while True:
+            event = await self.events.get()
+            if event is not None:
+                return event
+            if self.fed and self.open_batches == 0 and self.events.empty():
+                break
+        if self.error is not None:
+            raise self.error
+        if self.session.failures:
+            failures = self.session.failures
+            raise _summary(failures, unsent=len(failures) + self.skipped)
+        return None
+
+    async def close(self) -> None:
+        """Stop what is still running (when the caller stopped early), close the session and
+        write every answer received to the cache."""
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.session.client.close()
+        if self.session.writer is not None:
+            await self.session.writer.flush()
+
+
 def _read_reply(payload: bytes) -> _Answer | _Failure:
     """The answer in a 2xx's body, or what is wrong with the body."""
     try:
@@ -518,6 +669,7 @@ def _summary(failures: list[ChatRequestError], unsent: int) -> ChatRequestError:
         first.index,
         f"{first.detail} ({others} other prompts failed as well and "
         f"{unsent - len(failures)} were not sent; the answers received are kept)",
+        first.batch,
     )
 
 

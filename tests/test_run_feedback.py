@@ -1,0 +1,161 @@
+"""What users see of a run, through real Snakemake runs: the run-wide progress view beside a
+running workflow, a translator that hangs, and translators that return what cannot be used."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bouquet_eval.config import validate_config
+from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.progress import run_progress
+
+from .conftest import SNAKEFILE, Workflow
+from .test_workflow import bounds_config, recorded, recording_model
+
+ENGLISH_OUT = [
+    "eng_Latn-arb_Arab",
+    "eng_Latn-cmn_Hans",
+    "eng_Latn-deu_Latn",
+    "eng_Latn-fra_Latn",
+    "eng_Latn-hin_Deva",
+    "eng_Latn-por_Latn_braz1246",
+    "eng_Latn-rus_Cyrl",
+    "eng_Latn-spa_Latn",
+]
+
+
+def progress(workflow: Workflow) -> dict[tuple[str, str], tuple[int, int]]:
+    """(model, stage) -> (done, of), from `snakemake progress --nolock`."""
+    output = workflow.run("progress", "--nolock", "--quiet").stdout
+    table = {}
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[1] in ("translate", "score"):
+            table[fields[0], fields[1]] = (int(fields[2]), int(fields[3]))
+    return table
+
+
+def test_progress_can_be_asked_while_a_run_is_going(workflow: Workflow, dataset: Path) -> None:
+    record = workflow.workdir / "record.txt"
+    held = workflow.workdir / "hold"
+    held.touch()
+    model = recording_model("rec", record, hang_on_target="hin_Deva", hang_while_exists=str(held))
+    config = bounds_config(
+        dataset, shards=1, models=[model], directions={"src_langs": ["eng_Latn"]}
+    )
+    workflow.write_config(config)
+    run = workflow.start("scores")
+    try:
+        # The job stops at eng_Latn-hin_Deva, after the four directions before it.
+        fourth = workflow.workdir / "runs/rec/.provenance/eng_Latn-fra_Latn.jsonl.json"
+        deadline = time.monotonic() + 120
+        while not fourth.exists():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        during = progress(workflow)
+        assert run.poll() is None, "the run should still be going"
+        held.unlink()
+        output, _ = run.communicate(timeout=300)
+    finally:
+        run.kill()
+    assert run.returncode == 0, output
+    assert during == {("rec", "translate"): (4, 8), ("rec", "score"): (0, 8)}
+    log = (workflow.workdir / "logs" / "rec" / "translate" / "shard0of1.log").read_text()
+    assert "1 of 8 directions done, about" in log
+    assert "8 of 8 directions done in" in log
+
+    # What the view counts, on the finished run: everything, then less once a translation
+    # changes (its scores go with it).
+    validate_config(config, SNAKEFILE.parent / "schemas" / "config.schema.yaml")
+    directions = [Direction.parse(name) for name in ENGLISH_OUT]
+    folder = workflow.workdir / "runs"
+
+    def counts() -> list[tuple[str, int, int]]:
+        rows = run_progress(config, directions, resolve_dataset(config["dataset"]), folder)
+        return [(row.stage, row.done, row.total) for row in rows]
+
+    assert counts() == [("translate", 8, 8), ("score", 8, 8)]
+    translations = folder / "rec" / "eng_Latn-fra_Latn.jsonl"
+    translations.write_text(translations.read_text().replace("A", "B"))
+    assert counts() == [("translate", 7, 8), ("score", 7, 8)]
+    (folder / "rec" / "eng_Latn-deu_Latn.scored.parquet").unlink()
+    assert counts() == [("translate", 7, 8), ("score", 6, 8)]
+
+
+def last_log_line(workflow: Workflow, model: str) -> str:
+    log = workflow.workdir / "logs" / model / "translate" / "shard0of1.log"
+    return log.read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_a_stream_that_hangs_fails_and_keeps_the_finished_directions(
+    workflow: Workflow, dataset: Path
+) -> None:
+    record = workflow.workdir / "record.txt"
+    held = workflow.workdir / "hold"
+    held.touch()
+    model = recording_model("rec", record, hang_on_target="hin_Deva", hang_while_exists=str(held))
+    model["translator"] = "recording:StreamingRecorder"
+    config = bounds_config(
+        dataset, shards=1, models=[model], directions={"src_langs": ["eng_Latn"]}
+    )
+    workflow.write_config({**config, "stall_timeout": 3})
+    failed = workflow.run("translations", check=False)
+    assert failed.returncode != 0
+    message = (
+        "model rec, direction eng_Latn-hin_Deva: the translator made no progress for 3 s "
+        "(stall_timeout); the directions finished before are kept"
+    )
+    assert last_log_line(workflow, "rec").endswith(f"job failed: TranslatorStalled: {message}")
+    assert message in failed.stderr
+    # The stream takes directions two at a time, the second first: eng_Latn-por_Latn_braz1246
+    # was done before eng_Latn-hin_Deva hung.
+    finished = [line for line in recorded(record) if line != "LOAD"]
+    assert sorted(finished) == sorted(ENGLISH_OUT[:4] + ENGLISH_OUT[5:6])
+    folder = workflow.workdir / "runs" / "rec"
+    assert sorted(p.name for p in folder.glob(".cache/*/*.jsonl")) == sorted(
+        f"{name}.jsonl" for name in finished
+    )
+
+    # Rerun, the translator no longer hanging: the finished directions are restored, and
+    # only the others translated.
+    held.unlink()
+    record.unlink()
+    workflow.run("translations")
+    assert sorted(line for line in recorded(record) if line != "LOAD") == sorted(
+        set(ENGLISH_OUT) - set(finished)
+    )
+    assert len(list(folder.glob("*.jsonl"))) == len(ENGLISH_OUT)
+
+
+def test_unusable_translations_are_named_in_the_last_line(
+    workflow: Workflow, dataset: Path
+) -> None:
+    record = workflow.workdir / "record.txt"
+    workflow.write_config(
+        bounds_config(
+            dataset,
+            shards=1,
+            directions={"list": ["eng_Latn-deu_Latn"]},
+            models=[
+                recording_model("none", record, return_none=True),
+                recording_model("surrogate", record, lone_surrogate=True),
+            ],
+        )
+    )
+    # One job at a time, so that each job's output is followed by Snakemake's report of it.
+    failed = workflow.run("translations", "--keep-going", "--cores", "1", check=False)
+    assert failed.returncode != 0
+    lines = {model: last_log_line(workflow, model) for model in ("none", "surrogate")}
+    prefix = "job failed: TranslationError: model {}, direction eng_Latn-deu_Latn: "
+    assert lines["none"].endswith(
+        prefix.format("none") + "the translator returned NoneType, not a list of 24 strings"
+    )
+    assert (
+        prefix.format("surrogate") + "output 23 of the translator holds '\\udcff' at "
+        in (lines["surrogate"])
+    )
+    # Each line is its job's last word before Snakemake's own report of the failure.
+    reports = failed.stderr.split("RuleException")[:-1]
+    assert sorted(report.rstrip().splitlines()[-1] for report in reports) == sorted(lines.values())
+    assert not list((workflow.workdir / "runs").rglob("*.jsonl"))

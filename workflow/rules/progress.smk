@@ -1,0 +1,12 @@
+# `snakemake progress --nolock`: directions translated and scored, per model, out of those
+# selected. It reads only the outputs, so it can run beside a run that is writing them.
+rule progress:
+    log:
+        "logs/progress.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        directions=[direction.name for direction in DIRECTIONS],
+    script:
+        "../../scripts/rules/progress.py"
