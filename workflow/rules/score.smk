@@ -15,11 +15,11 @@ for model in MODELS.values():
                 f"logs/{model['name']}/score/{shard}.benchmark.tsv"
             conda:
                 score_environment()
-            threads: config["resources"]["score"]["cpus"]
+            envmodules:
+                *job_envmodules("score"),
+            threads: job_settings("score")["cpus"]
             resources:
-                gpu=score_gpus(),
-                mem_mb=grows_with_attempt("score", "mem_mb"),
-                runtime=grows_with_attempt("score", "runtime"),
+                **job_resources("score", score_gpus()),
             params:
                 metrics=config["metrics"],
                 metric_settings=metric_settings(),

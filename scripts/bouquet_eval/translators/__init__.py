@@ -85,6 +85,7 @@ ENTRY_KEYS = (
     "prompt_kwargs",
     "shards",
     "gpus",
+    "resources",
 )
 
 
