@@ -184,6 +184,51 @@ def job_envmodules(stage, model=None):
     return job_settings(stage, model).get("envmodules", [])
 
 
+# The value profiles/slurm ships for the account and the partition.
+PLACEHOLDER_PREFIX = "REPLACE-WITH-"
+
+
+def profile_files_naming(value):
+    """The files of this run's profiles (--profile, $SNAKEMAKE_PROFILE) that hold `value`."""
+    from snakemake.cli import get_argument_parser, get_profile_dir
+
+    arguments, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    found = []
+    for name in arguments.profile or []:
+        # A relative path is relative to where snakemake started (the shell's PWD), not to
+        # --directory, which is the working directory by now.
+        path = os.path.join(os.environ.get("PWD", ""), name)
+        entry = get_profile_dir(path if os.path.exists(path) else name)
+        if entry and value in entry[1].read_text():
+            found.append(str(entry[1]))
+    return found
+
+
+def refuse_slurm_placeholders():
+    """Stop a Slurm run before it submits anything while an account or a partition is still
+    the profile's placeholder."""
+    plugin = workflow.executor_plugin
+    if plugin is None or plugin.name != "slurm":
+        return
+    for job in workflow.dag.needrun_jobs():
+        for key in ("slurm_account", "slurm_partition"):
+            value = job.resources.get(key)
+            if job.is_local or not str(value).startswith(PLACEHOLDER_PREFIX):
+                continue
+            where = " or ".join(profile_files_naming(value)) or "your Slurm profile"
+            raise WorkflowError(
+                f"bouquet-eval: {key} is still the placeholder '{value}' (job "
+                f"{job.rule.name}): set {key} under default-resources in {where}, or delete "
+                f"that line if your site has none (or give it per job family in the "
+                f"configuration: resources.<translate|score|aggregate>.{key}). Nothing was "
+                f"submitted."
+            )
+
+
+onstart:
+    refuse_slurm_placeholders()
+
+
 def score_gpus():
     uses_gpu = "metricx" in config["metrics"] and config["metricx"]["device"] != "cpu"
     return 1 if uses_gpu else 0
