@@ -46,15 +46,9 @@ class Workflow:
         self.config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
         return self.config_path
 
-    def run(
-        self,
-        *arguments: str,
-        check: bool = True,
-        env: dict | None = None,
-        prefix: tuple[str, ...] = (),
-    ) -> subprocess.CompletedProcess:
-        command = [
-            *prefix,
+    def command(self, *arguments: str) -> list[str]:
+        """The snakemake command line of a run in this working directory."""
+        return [
             sys.executable,
             "-m",
             "snakemake",
@@ -68,9 +62,25 @@ class Workflow:
             *arguments,
             *(["--configfile", str(self.config_path)] if self.config_path.exists() else []),
         ]
-        environment = {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
+
+    @staticmethod
+    def environment(env: dict | None = None) -> dict[str, str]:
+        """The environment of a run: the test plugins and this checkout's package first."""
+        return {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
+
+    def run(
+        self,
+        *arguments: str,
+        check: bool = True,
+        env: dict | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess:
         result = subprocess.run(
-            command, cwd=self.workdir.parent, env=environment, capture_output=True, text=True
+            [*prefix, *self.command(*arguments)],
+            cwd=self.workdir.parent,
+            env=self.environment(env),
+            capture_output=True,
+            text=True,
         )
         if check and result.returncode != 0:
             raise AssertionError(
