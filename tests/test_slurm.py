@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +27,7 @@ from .slurm.cluster import (
     LocalSlurm,
     install,
     unavailable_reason,
+    wait_for,
 )
 from .test_workflow import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama
@@ -286,7 +286,7 @@ def test_cancelled_job_resumes_where_it_stopped(
 ) -> None:
     record = workflow.workdir / "record.txt"
     folder = workflow.workdir / "runs" / "rec"
-    workflow.write_config(sample_config(dataset, record, direction_seconds=0.5))
+    workflow.write_config(sample_config(dataset, record, direction_seconds=0.3))
     run = subprocess.Popen(
         workflow.command("translations", *PROFILES),
         env=workflow.environment(slurm.environment),
@@ -298,22 +298,25 @@ def test_cancelled_job_resumes_where_it_stopped(
         """Directions whose translation a job completed (its copy under .cache/ is kept)."""
         return {path.stem for path in folder.glob(".cache/*/*.jsonl")}
 
+    def reported_cancelled() -> int:
+        logs = workflow.workdir.glob(".snakemake/log/*.snakemake.log")
+        return sum(log.read_text().count("SLURM status is: 'CANCELLED'") for log in logs)
+
     try:
-        deadline = time.monotonic() + 180
-        while len(finished()) < 2 and time.monotonic() < deadline and run.poll() is None:
-            time.sleep(0.2)
+        wait_for(lambda: len(finished()) >= 2 or run.poll() is not None, 180)
         cancelled = [job for job, rule in running_jobs(slurm) if rule.startswith("translate")]
         assert cancelled, "no translate job was running"
         slurm.client(["scancel", *cancelled]).check_returncode()
-        assert run.wait(timeout=180) != 0
+        # Snakemake sees the jobs fail at its next status check; then, as a user would, stop
+        # it rather than wait for the one after (the Slurm plugin's interval grows to 30 s).
+        wait_for(lambda: reported_cancelled() == len(cancelled) or run.poll() is not None, 180)
+        assert reported_cancelled() == len(cancelled)
     finally:
         if run.poll() is None:
             run.send_signal(signal.SIGINT)
-            run.wait(timeout=30)
+        run.wait(timeout=60)
     # Cancelling kills every process of the jobs: their step daemons, Snakemake, the script.
-    deadline = time.monotonic() + KILL_WAIT + 15
-    while slurm.job_processes() and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_for(lambda: not slurm.job_processes(), KILL_WAIT + 15)
     assert not slurm.job_processes()
     kept = finished()
     assert 0 < len(kept) < len(SAMPLE_DIRECTIONS)

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 GPUS = 2
@@ -35,7 +36,7 @@ SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 MACHINE_LOCK = Path("/tmp/bouquet-eval-test-slurm.lock")
 MARKER = "BOUQUET_EVAL_TEST_SLURM"
 # Seconds between the SIGTERM and the SIGKILL of a cancelled job's processes.
-KILL_WAIT = 5
+KILL_WAIT = 2
 
 
 def unavailable_reason() -> str | None:
@@ -62,6 +63,12 @@ def install(packages: dict[str, str]) -> None:
         env=environment,
         capture_output=True,
     )
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def free_port() -> int:
@@ -137,7 +144,7 @@ class LocalSlurm:
             if pid_file.exists():
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
-        self._wait_for(lambda: not self.running_daemons(), 20)
+        wait_for(lambda: not self.running_daemons(), 20)
         leftovers = self.leftover_processes()
         for pid, _ in leftovers:
             with contextlib.suppress(ProcessLookupError):
@@ -182,14 +189,8 @@ class LocalSlurm:
         if self.active_jobs():
             self.client(["scancel", *self.active_jobs()])
         # A cancelled job's processes get SIGTERM, then SIGKILL after KILL_WAIT seconds.
-        self._wait_for(lambda: not self.active_jobs(), KILL_WAIT + 15)
-        self._wait_for(lambda: not self.job_processes(), KILL_WAIT + 15)
-
-    @staticmethod
-    def _wait_for(condition, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not condition():
-            time.sleep(0.2)
+        wait_for(lambda: not self.active_jobs(), KILL_WAIT + 15)
+        wait_for(lambda: not self.job_processes(), KILL_WAIT + 15)
 
     def _take_machine(self, timeout: float) -> None:
         """Wait until no other test session runs its cluster on this machine."""
