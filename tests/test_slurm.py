@@ -171,7 +171,11 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
             ],
         }
     )
-    plan = workflow.run("--dry-run", "--printshellcmds").stdout
+    run = workflow.run("--dry-run", "--printshellcmds")
+    # From a scratch directory, with -s and -d, the workflow's own defaults still apply.
+    profile = REPOSITORY / "workflow" / "profiles" / "default"
+    assert f"workflow specific profile {profile} for setting default" in run.stderr
+    plan = run.stdout
     resources = {}
     for rule, line in re.findall(r"rule (\w+):\n(?:    .*\n)*?    resources: (.*)", plan):
         resources.setdefault(rule, dict(item.split("=", 1) for item in line.split(", ")))
