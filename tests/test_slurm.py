@@ -157,7 +157,11 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
             "shards": 1,
             "resources": {
                 "translate": {"slurm_partition": "gpu", "gpu_model": "a100", "qos": "short"},
-                "score": {"slurm_partition": "cpu", "constraint": "intel|amd"},
+                "score": {
+                    "slurm_partition": "cpu",
+                    "constraint": "intel|amd",
+                    "envmodules": ["metrics-env"],
+                },
                 "aggregate": {"slurm_account": "lab", "slurm_extra": "--mail-type=FAIL"},
             },
             "models": [
@@ -175,6 +179,8 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
     # From a scratch directory, with -s and -d, the workflow's own defaults still apply.
     profile = REPOSITORY / "workflow" / "profiles" / "default"
     assert f"workflow specific profile {profile} for setting default" in run.stderr
+    warning = "load environment modules (metrics-env), which happens only with --sdm"
+    assert warning in run.stdout + run.stderr
     plan = run.stdout
     resources = {}
     for rule, line in re.findall(r"rule (\w+):\n(?:    .*\n)*?    resources: (.*)", plan):

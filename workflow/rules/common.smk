@@ -184,6 +184,30 @@ def job_envmodules(stage, model=None):
     return job_settings(stage, model).get("envmodules", [])
 
 
+def warn_of_unused_envmodules():
+    """Without --sdm env-modules, jobs would run in Snakemake's own environment instead."""
+    from snakemake.logging import logger
+    from snakemake.settings.types import DeploymentMethod
+
+    jobs = [("score", None), ("aggregate", None)]
+    jobs += [("translate", model) for model in MODELS.values()]
+    modules = sorted({name for job in jobs for name in job_envmodules(*job)})
+    methods = workflow.deployment_settings.deployment_method
+    if (
+        modules
+        and DeploymentMethod.ENV_MODULES not in methods
+        and workflow.is_main_process
+    ):
+        logger.warning(
+            f"bouquet-eval: jobs are to load environment modules ({', '.join(modules)}), "
+            "which happens only with --sdm env-modules: without it, they run in "
+            "Snakemake's own environment."
+        )
+
+
+warn_of_unused_envmodules()
+
+
 # The value profiles/slurm ships for the account and the partition.
 PLACEHOLDER_PREFIX = "REPLACE-WITH-"
 
