@@ -37,6 +37,7 @@ PROFILES = ("--profile", str(REPOSITORY / "profiles" / "slurm"),
 # The vLLM environment the Makefile builds; translate jobs reach it through a module.
 VLLM_VENV = REPOSITORY / ".venv-vllm"
 MODULES_INIT = Path("/usr/share/modules/init/bash")
+MODULES_PACKAGES = {"modulecmd": "environment-modules"}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,8 @@ def slurm():
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(f"no Slurm cluster on this machine: {reason}")
-    install(SLURM_PACKAGES)
+    # Environment Modules too (for the vLLM test), in the same apt-get run.
+    install({**SLURM_PACKAGES, **MODULES_PACKAGES})
     # Not under pytest's private temporary folder: munged runs as its own user.
     root = Path(tempfile.mkdtemp(prefix="bouquet-eval-slurm-"))
     root.chmod(0o755)
@@ -204,14 +206,14 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
 
 
 @pytest.fixture(scope="module")
-def vllm_module(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def vllm_module(slurm: LocalSlurm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A module that puts .venv-vllm first on PATH (envs/modulefiles/ with its path filled in),
     and what the environment of Snakemake needs to load it in jobs, as the README says: the
     module's folder on MODULEPATH (`module use`), and BASH_ENV, which defines `module` in the
-    non-interactive shells that jobs run in (Lmod sets it itself)."""
+    non-interactive shells that jobs run in (Lmod sets it itself). The `slurm` fixture
+    installed Environment Modules."""
     if not (VLLM_VENV / "bin" / "python").exists():
         pytest.skip(f"needs vLLM's own environment {VLLM_VENV} (make install-all)")
-    install({"modulecmd": "environment-modules"})
     folder = tmp_path_factory.mktemp("modulefiles")
     template = (REPOSITORY / "envs" / "modulefiles" / "bouquet-eval-vllm").read_text()
     module = re.sub(r"(?m)^set venv .*$", f"set venv {VLLM_VENV}", template)
