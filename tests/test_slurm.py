@@ -298,7 +298,10 @@ def test_cancelled_job_resumes_where_it_stopped(
 ) -> None:
     record = workflow.workdir / "record.txt"
     folder = workflow.workdir / "runs" / "rec"
-    workflow.write_config(sample_config(dataset, record, direction_seconds=0.3))
+    config = sample_config(dataset, record, direction_seconds=0.3)
+    # GPUs asked for as --gres (sites without --gpus): Slurm still gives each job its own.
+    config["models"][0]["resources"] = {"gres": f"gpu:{GPU_TYPE}"}
+    workflow.write_config(config)
     run = subprocess.Popen(
         workflow.command("translations", *PROFILES),
         env=workflow.environment(slurm.environment),
@@ -337,6 +340,8 @@ def test_cancelled_job_resumes_where_it_stopped(
     workflow.run("translations", *PROFILES, env=slurm.environment)
     recomputed = [line for line in record.read_text().splitlines() if line != "LOAD"]
     assert sorted(recomputed) == sorted({d.name for d in SAMPLE_DIRECTIONS} - kept)
+    uses = [line.split() for line in Path(f"{record}.devices").read_text().splitlines()]
+    assert {device for _, device, *_ in uses} <= {"0", "1"}
     assert {path.stem for path in folder.glob("*.jsonl")} == {d.name for d in SAMPLE_DIRECTIONS}
 
 
