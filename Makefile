@@ -15,7 +15,7 @@ CORES ?= 2
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install install-all demo test lint pytest clean
+.PHONY: install install-all demo test lint pytest clean slurm-profile
 
 install: $(CORE)
 install-all: $(FULL) $(VLLM)
@@ -62,3 +62,17 @@ test: lint pytest
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .snakemake runs logs
+
+# `snakemake --profile slurm` looks for the profile in the working directory and in
+# Snakemake's configuration folders, never in profiles/: install it there, once.
+SLURM_PROFILE := $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/snakemake/slurm
+
+slurm-profile:
+	@if [ -e "$(SLURM_PROFILE)" ]; then \
+		echo "$(SLURM_PROFILE) exists: left as it is (compare it with profiles/slurm/)."; \
+	else \
+		mkdir -p "$(dir $(SLURM_PROFILE))" && cp -R profiles/slurm "$(SLURM_PROFILE)" && \
+		echo "Installed $(SLURM_PROFILE)." && \
+		echo "Now edit $(SLURM_PROFILE)/config.yaml: under default-resources, set" && \
+		echo "slurm_account and slurm_partition (delete slurm_account if your site has none)."; \
+	fi

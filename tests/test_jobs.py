@@ -146,7 +146,6 @@ def test_a_crashed_job_releases_its_gpu(tmp_path: Path, device_zero_held) -> Non
 def test_lease_takes_a_free_device(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device_zero_held
 ) -> None:
-    holder = device_zero_held
     with gpu_lease(1, tmp_path, devices=["0", "1"]) as leased:
         assert leased == ["1"]
     with (
@@ -154,8 +153,11 @@ def test_lease_takes_a_free_device(
         gpu_lease(3, tmp_path, devices=["0", "1"]),
     ):
         pass
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.join(10)
+    # Inside a Slurm allocation the devices are Slurm's (not BOUQUET_EVAL_GPUS), and leases
+    # are the allocation's own: device 0, held on this host outside it, is free in it.
     monkeypatch.setenv("SLURM_JOB_ID", "42")
-    with gpu_lease(1, tmp_path, devices=["0"]) as leased:
-        assert leased == []  # Slurm chose the devices already
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("BOUQUET_EVAL_GPUS", "5,6")
+    with gpu_lease(1, tmp_path) as leased:
+        assert leased == ["0"]
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"

@@ -18,6 +18,11 @@ rule aggregate:
         model="|".join(re.escape(name) for name in MODELS),
     conda:
         "../../envs/workflow.yaml"
+    envmodules:
+        *job_envmodules("aggregate"),
+    threads: job_settings("aggregate")["cpus"]
+    resources:
+        **job_resources("aggregate", 0),
     params:
         metrics=config["metrics"],
         metric_settings=metric_settings(),

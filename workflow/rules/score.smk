@@ -1,5 +1,6 @@
 # Scoring follows the shards of translation, so that a metric model loads once per job. The
-# dataset's files are inputs too: translations are checked against them before scoring.
+# job also reads the dataset's files, to check the translations against them; a change to one
+# is seen by the planner (score_stamp), which keeps Snakemake's inputs, and so its plan, small.
 for model in MODELS.values():
     for shard, directions in model_shards(model).items():
 
@@ -8,7 +9,6 @@ for model in MODELS.values():
                 rule_name("score", model, shard)
             input:
                 translations=[translation_file(model, d) for d in directions],
-                dataset=dataset_files(directions),
                 stamp=score_stamp(model, shard, directions),
             output:
                 [update(scored_file(model, direction)) for direction in directions],
@@ -18,11 +18,11 @@ for model in MODELS.values():
                 f"logs/{model['name']}/score/{shard}.benchmark.tsv"
             conda:
                 score_environment()
-            threads: config["resources"]["score"]["cpus"]
+            envmodules:
+                *job_envmodules("score"),
+            threads: job_settings("score")["cpus"]
             resources:
-                gpu=score_gpus(),
-                mem_mb=grows_with_attempt("score", "mem_mb"),
-                runtime=grows_with_attempt("score", "runtime"),
+                **job_resources("score", score_gpus()),
             params:
                 metrics=config["metrics"],
                 metric_settings=metric_settings(),

@@ -39,11 +39,11 @@ rule verify_model:
         model="|".join(re.escape(name) for name in MODELS),
     conda:
         score_environment()
-    threads: config["resources"]["score"]["cpus"]
+    envmodules:
+        *job_envmodules("score"),
+    threads: job_settings("score")["cpus"]
     resources:
-        gpu=score_gpus(),
-        mem_mb=grows_with_attempt("score", "mem_mb"),
-        runtime=grows_with_attempt("score", "runtime"),
+        **job_resources("score", score_gpus()),
     params:
         claim=verification_fingerprint,
         metrics=config["metrics"],

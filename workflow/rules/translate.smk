@@ -22,11 +22,11 @@ for model in MODELS.values():
                 f"logs/{model['name']}/translate/{shard}.benchmark.tsv"
             conda:
                 translator_environment(model)
-            threads: config["resources"]["translate"]["cpus"]
+            envmodules:
+                *job_envmodules("translate", model),
+            threads: job_settings("translate", model)["cpus"]
             resources:
-                gpu=model_gpus(model),
-                mem_mb=grows_with_attempt("translate", "mem_mb"),
-                runtime=grows_with_attempt("translate", "runtime"),
+                **job_resources("translate", model_gpus(model), model),
             params:
                 model=model["name"],
                 settings_digest=translation_digest(model),

@@ -225,6 +225,13 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "type": "integer",
             "minimum": 0,
         },
+        "resources": {
+            "description": (
+                "What this model's translate jobs ask for, over `resources.translate` key by key "
+                "(partition, GPU type, memory, environment modules, ...)."
+            ),
+            "$ref": "#/$defs/job_resources",
+        },
     }
 )
 """The keys of a model entry that are the entry's own, whatever its translator."""
