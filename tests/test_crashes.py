@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import PLUGINS, SNAKEFILE, Workflow, python_path
+from .conftest import Workflow
 from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:8]]
@@ -36,16 +35,10 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
 
     Returns whether it was killed (False: the run ended first).
     """
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE),
-        "--directory", str(workflow.workdir), "--cores", "2",
-        "--configfile", str(workflow.config_path),
-    ]  # fmt: skip
-    environment = {**os.environ, "PYTHONPATH": python_path(PLUGINS)}
     process = subprocess.Popen(
-        command,
+        workflow.command(),
         cwd=workflow.workdir.parent,
-        env=environment,
+        env=workflow.environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
