@@ -257,7 +257,23 @@ class ResumableOutput:
                 return f"its {role} ({path}) changed"
         if not _state(record["output"]).matches(self.path):
             return "its content is not what was written (damaged or edited)"
+        self._remember_times(record)
         return None
+
+    def _remember_times(self, record: dict[str, Any]) -> None:
+        """After a check that had to hash files whose modification time changed (Snakemake
+        refreshes the times of every output of a job that ran), record the new times, so that
+        the next check is a `stat` again. The contents were found the same."""
+        states = [(record["output"], self.path)]
+        states += [(record["inputs"][role], path) for role, path in self.inputs.items()]
+        changed = False
+        for state, path in states:
+            mtime = path.stat().st_mtime_ns
+            if state["mtime_ns"] != mtime:
+                state["mtime_ns"] = mtime
+                changed = True
+        if changed:
+            write_json(self.sidecar, record)
 
     def is_current(self) -> bool:
         return self.stale_reason() is None
