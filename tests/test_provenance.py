@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -245,3 +246,20 @@ def test_written_translations_name_their_record(tmp_path: Path) -> None:
     assert "hf_secret_value_1" not in output.sidecar.read_text()
     assert set(record) == {"digest", "settings", "inputs", "output", "environment"}
     assert record["environment"] == {"packages": {"x": "1"}}
+
+
+def test_a_new_modification_time_alone_is_remembered(tmp_path: Path) -> None:
+    """Snakemake re-times the outputs of a job that ran: the content is hashed once, found the
+    same, and the new times recorded, so that later checks need only a stat."""
+    source = tmp_path / "in.parquet"
+    source.write_bytes(b"x")
+    output = ResumableOutput(tmp_path / "out.jsonl", {"a": 1}, {"dataset": source})
+    output.publish(lambda path: path.write_text("translations\n"))
+    later = output.path.stat().st_mtime_ns + 5_000_000_000
+    for path in (output.path, source):
+        os.utime(path, ns=(later, later))
+    assert output.stale_reason() is None
+    record = json.loads(output.sidecar.read_text())
+    assert record["output"]["mtime_ns"] == record["inputs"]["dataset"]["mtime_ns"] == later
+    output.path.write_text("translationz\n")  # same size, new content
+    assert output.stale_reason() == "its content is not what was written (damaged or edited)"
