@@ -236,7 +236,8 @@ def aggregate_stamp(wildcards):
 
 def translator_environment(model):
     """The conda environment of the model's translate jobs (envs/), for --sdm conda; relative
-    to the rule files, as Snakemake reads conda paths, wherever the workflow's sources are."""
+    to the rule files, as Snakemake reads conda paths, wherever the workflow's sources are.
+    """
     return f"../../envs/{model_environment(model)}.yaml"
 
 
