@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -102,6 +103,13 @@ def test_sample_end_to_end(workflow: Workflow, dataset: Path) -> None:
         assert entry["dataset"] == {"path": str(dataset)}
         assert entry["metrics"]["chrf"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:2")
         assert "--configfile" in entry["command"]
+        # What produced it: this checkout's commit, and per stage the packages its jobs ran.
+        assert re.fullmatch("[0-9a-f]{40}", entry["workflow"]["commit"])
+        for stage in ("translate", "score"):
+            (environment,) = entry["environments"][stage]
+            assert environment["packages"]["sacrebleu"] == "2.6.0"
+        assert entry["model"]["settings"] == {}
+        assert entry["config"]["models"][0]["name"] == "copy-source"
     reference = pd.read_csv(workflow.workdir / "runs" / "reference" / "scores.csv")
     assert (reference["chrfpp"] == 100.0).all()
     assert (reference["chrfpp_corpus"] == 100.0).all()
