@@ -386,8 +386,9 @@ def score_gpus():
 
 
 def metric_settings():
-    """The settings of the selected metrics: a change makes their scores be recomputed."""
-    return {name: config[name] for name in config["metrics"] if name in config}
+    """What decides the scores (the planner's own, outputs.score_settings): a change also
+    shows in Snakemake's plan, as changed params."""
+    return score_settings(config["metrics"], config)
 
 
 def compared_models():
