@@ -148,3 +148,15 @@ def test_translator_that_cannot_be_imported(workflow: Workflow, dataset: Path) -
     failure_text(workflow)
     log = next((workflow.workdir / "logs" / "x" / "translate").glob("*.log")).read_text()
     assert "module 'recording' has no attribute 'NoSuchTranslator'" in log
+
+
+def test_metric_of_ones_own_without_a_name_stops_the_run_before_anything_runs(
+    workflow: Workflow, dataset: Path
+) -> None:
+    workflow.write_config(bounds_config(dataset, metrics=["chrf", "faults:NamelessMetric"]))
+    text = failure_text(workflow)
+    assert (
+        "metric 'faults:NamelessMetric': NamelessMetric has no name; a metric needs `name`, "
+        "`columns`"
+    ) in text
+    assert not (workflow.workdir / "runs").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from bouquet_eval.data import Direction
 from bouquet_eval.leaderboard import (
@@ -25,7 +26,14 @@ from bouquet_eval.leaderboard import (
 )
 from bouquet_eval.mtme import documents, escape, unescape
 from bouquet_eval.stats import Resampling
-from bouquet_eval.verify import DIFFERS, NOT_RECOMPUTED, OK, compare_scores, mismatch_message
+from bouquet_eval.verify import (
+    DIFFERS,
+    NOT_CLAIMED,
+    NOT_RECOMPUTED,
+    OK,
+    compare_scores,
+    mismatch_message,
+)
 
 from . import browser
 from .conftest import SAMPLE, Workflow
@@ -303,33 +311,51 @@ def test_verify_passes_then_names_what_differs(run: Workflow) -> None:
 
 
 def test_a_received_submission_is_verified_in_place(run: Workflow, tmp_path: Path) -> None:
-    """A maintainer drops the folder into <output_dir>/<model>/ as a `provided` model."""
+    """A maintainer drops the folder into <output_dir>/<model>/ and verifies it with its own
+    config.yaml, as COMMANDS.txt says."""
     maintainer = Workflow(tmp_path / "maintainer")
     maintainer.workdir.mkdir()
-    submitted = run.workdir / "runs" / "submission" / "copy-source"
-    shutil.copytree(submitted, maintainer.workdir / "runs" / "received")
-    config = json.loads(json.dumps(run_config(run)))
-    config["models"] = [{"name": "received", "translator": "provided", "path": "runs/received"}]
-    maintainer.write_config(config)
+    received = maintainer.workdir / "runs" / "copy-source"
+    shutil.copytree(run.workdir / "runs" / "submission" / "copy-source", received)
+    maintainer.config_path = received / "config.yaml"
+    assert (
+        "--configfile <output_dir>/<model>/config.yaml" in (received / "COMMANDS.txt").read_text()
+    )
+    shipped = yaml.safe_load(maintainer.config_path.read_text(encoding="utf-8"))
+    assert shipped["models"] == [
+        {"name": "copy-source", "translator": "provided", "path": "runs/copy-source"}
+    ]
+    assert "#   - name: copy-source\n#     translator: copy-source\n" in (
+        maintainer.config_path.read_text(encoding="utf-8")
+    )
     maintainer.run("verify")
-    verification = pd.read_csv(maintainer.workdir / "runs" / "received" / "verification.csv")
+    verification = pd.read_csv(received / "verification.csv")
     assert set(verification["status"]) == {OK}
 
     # A translation edited after scoring no longer reproduces the claimed scores.
-    translation = maintainer.workdir / "runs" / "received" / "eng_Latn-fra_Latn.jsonl"
+    translation = received / "eng_Latn-fra_Latn.jsonl"
+    original = translation.read_bytes()
     lines = translation.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[0])
     row["mt_text"] = row["ref_text"]
     translation.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
     failed = maintainer.run("verify", check=False)
     assert failed.returncode != 0
-    assert "model 'received', direction eng_Latn-fra_Latn, chrfpp: claimed" in failed.stderr
+    assert "model 'copy-source', direction eng_Latn-fra_Latn, chrfpp: claimed" in failed.stderr
+    translation.write_bytes(original)
 
-
-def run_config(run: Workflow) -> dict:
-    import yaml
-
-    return yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+    # A claim that leaves out a direction, or a metric, does not pass.
+    scores = received / "scores.csv"
+    claim = pd.read_csv(scores)
+    dropped = (claim["src_lang"] == "eng_Latn") & (claim["tgt_lang"] == "fra_Latn")
+    claim[~dropped].drop(columns=["chrfpp_corpus"]).to_csv(scores, index=False)
+    failed = maintainer.run("verify", check=False)
+    assert failed.returncode != 0
+    assert "direction eng_Latn-fra_Latn, chrfpp: not in scores.csv, recomputed" in failed.stderr
+    assert "direction arb_Arab-eng_Latn, chrfpp_corpus: not in scores.csv" in failed.stderr
+    verification = pd.read_csv(received / "verification.csv")
+    not_claimed = verification[verification["status"] == NOT_CLAIMED]
+    assert len(not_claimed) == 3 + 19  # all of eng_Latn-fra_Latn, chrfpp_corpus of the rest
 
 
 def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
@@ -377,3 +403,20 @@ def test_language_bars_put_the_best_language_on_top(column: str, lower: set[str]
         "eng_Latn",
         "deu_Latn",
     ]
+
+
+@pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])
+def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
+    column: str, lower: set[str]
+) -> None:
+    from bouquet_eval.report import heatmap
+
+    good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
+    scores = pd.DataFrame(
+        {"src_lang": ["eng_Latn", "fra_Latn"], "tgt_lang": ["fra_Latn", "eng_Latn"],
+         column: [good, bad]}
+    )  # fmt: skip
+    axes = heatmap(scores, column, "m", lower).axes[0]
+    colours = {float(text.get_text()): text.get_color() for text in axes.texts}
+    # The best cell is the bright end of the scale, the worst the dark end.
+    assert colours == {good: "black", bad: "white"}

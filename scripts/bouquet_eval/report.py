@@ -129,10 +129,16 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color="white",
+                    color=text_colour(image.cmap(image.norm(value))),
                 )
     figure.colorbar(image, ax=axes, shrink=0.6, label=column)
     return figure
+
+
+def text_colour(background: tuple[float, float, float, float]) -> str:
+    """Black on a light cell (the bright end of viridis), white on a dark one."""
+    red, green, blue, _ = background
+    return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
 def language_means(scores: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -1,11 +1,12 @@
 """A model's leaderboard submission: a folder and a .tar.gz of the same files.
 
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
-it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml` (the
-configuration of the latest run, secrets redacted), `COMMANDS.txt` (the exact command lines
-recorded in the manifest) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the
-folder's top, so that the folder can be dropped into `<output_dir>/<model>/` as it is and
-verified there (`snakemake verify`).
+it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml`,
+`COMMANDS.txt` (the exact command lines recorded in the manifest) and `SHA256SUMS` (for
+`sha256sum -c`). Translations sit at the folder's top, so that the folder can be dropped into
+`<output_dir>/<model>/` as it is and verified there with its own `config.yaml`: the latest
+run's configuration (secrets redacted) with this model alone, as translations provided in that
+folder; the model's entry as it was run heads the file as a comment.
 """
 
 from __future__ import annotations
@@ -43,11 +44,32 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
         ]
     lines += [
         "",
-        "# To check this submission: copy this folder to <output_dir>/<model>/, add the model",
-        "# to config.yaml as {name: <model>, translator: provided, path: <output_dir>/<model>}",
-        "# and run: snakemake -s workflow/Snakefile verify --configfile config.yaml",
+        "# To check this submission: copy this folder to <output_dir>/<model>/ (where its",
+        "# config.yaml expects it) and, from the folder holding <output_dir>, run:",
+        "# snakemake -s workflow/Snakefile verify --cores 1 "
+        "--configfile <output_dir>/<model>/config.yaml",
     ]
     return "\n".join(lines) + "\n"
+
+
+def verification_config(model: str, config: dict[str, Any]) -> str:
+    """`config` (as recorded in the manifest) as YAML, with `model` alone, provided from its
+    own folder; the entry it was run with heads the text as a comment."""
+    import yaml
+
+    as_run = [entry for entry in config["models"] if entry["name"] == model]
+    provided = {
+        "name": model,
+        "translator": "provided",
+        "path": f"{config['output_dir']}/{model}",
+    }
+    heading = yaml.safe_dump(as_run, sort_keys=False, allow_unicode=True)
+    return (
+        f"# The configuration that verifies '{model}' once this folder is <output_dir>/{model}/.\n"
+        "# The model was run as:\n"
+        + "".join(f"#   {line}\n" for line in heading.splitlines())
+        + yaml.safe_dump({**config, "models": [provided]}, sort_keys=False, allow_unicode=True)
+    )
 
 
 def checksums_text(folder: Path) -> str:
@@ -59,8 +81,6 @@ def checksums_text(folder: Path) -> str:
 def write_submission(
     model: str, model_dir: Path, directions: Sequence[Direction], folder: Path, archive: Path
 ) -> None:
-    import yaml
-
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
     entries = manifest.get("entries", [])
     if not entries:
@@ -74,10 +94,9 @@ def write_submission(
         if not source.is_file():
             raise FileNotFoundError(f"{source} not found: run the workflow first")
         shutil.copyfile(source, folder / name)
-    # The latest run's configuration: what a maintainer reruns or verifies with.
+    # The latest run's configuration: what a maintainer verifies with.
     (folder / CONFIG).write_text(
-        yaml.safe_dump(entries[-1]["config"], sort_keys=False, allow_unicode=True),
-        encoding="utf-8",
+        verification_config(model, entries[-1]["config"]), encoding="utf-8"
     )
     (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
     (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")

@@ -1,9 +1,12 @@
 """Verification of a model's claimed scores: rescore its translations from scratch and compare.
 
 Nothing scored before is reused (no `.scored.parquet`, no cache): every sentence of every
-direction that `scores.csv` lists is checked against the dataset (source, reference, order and
-count, as for provided translations), scored against the dataset's references with the
-configured metrics, and aggregated by the code that wrote `scores.csv`.
+configured direction (and of any other direction that `scores.csv` lists) is checked against the
+dataset (source, reference, order and count, as for provided translations), scored against the
+dataset's references with the configured metrics, and aggregated by the code that wrote
+`scores.csv`. A claim must be complete: a configured direction or metric that `scores.csv` leaves
+out fails the verification as a value that differs does, so that no submission passes by
+dropping its worst directions.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ TOLERANCES = {
 }
 DEFAULT_TOLERANCE = 1e-6
 OK, DIFFERS, NOT_RECOMPUTED, NOT_CLAIMED = "ok", "differs", "not recomputed", "not claimed"
+FAILED = (DIFFERS, NOT_CLAIMED)
 VERIFICATION_COLUMNS = [
     *GROUP_COLUMNS,
     "metric",
@@ -56,11 +60,12 @@ VERIFICATION_COLUMNS = [
 ]
 
 
-def claimed_directions(scores: pd.DataFrame) -> list[Direction]:
-    return [
-        Direction(str(s), str(t))
-        for s, t in zip(scores["src_lang"], scores["tgt_lang"], strict=True)
-    ]
+def directions_to_verify(configured: Sequence[Direction], claim: pd.DataFrame) -> list[Direction]:
+    """The configured directions, then any other that the claim lists (in its order)."""
+    claimed = (
+        Direction(str(s), str(t)) for s, t in zip(claim["src_lang"], claim["tgt_lang"], strict=True)
+    )
+    return list(dict.fromkeys([*configured, *claimed]))
 
 
 def read_claim(path: Path) -> pd.DataFrame:
@@ -115,15 +120,23 @@ def compare_scores(
 ) -> pd.DataFrame:
     """One row per direction and value: claimed, recomputed, difference and status."""
     merged = claimed.merge(
-        recomputed, on=GROUP_COLUMNS, how="outer", suffixes=("_claimed", "_recomputed")
+        recomputed,
+        on=GROUP_COLUMNS,
+        how="outer",
+        suffixes=("_claimed", "_recomputed"),
+        indicator=True,
     )
     recomputed_columns = set(compared_columns(recomputed))
     columns = list(dict.fromkeys(compared_columns(claimed) + compared_columns(recomputed)))
     records = []
     for row in merged.to_dict(orient="records"):
+        direction_claimed = row["_merge"] != "right_only"
+        direction_recomputed = row["_merge"] != "left_only"
         for column in columns:
-            claim = _value(row, column, "_claimed", column in claimed)
-            value = _value(row, column, "_recomputed", column in recomputed_columns)
+            in_claim = direction_claimed and column in claimed
+            in_recomputed = direction_recomputed and column in recomputed_columns
+            claim = _value(row, column, "_claimed", in_claim)
+            value = _value(row, column, "_recomputed", in_recomputed)
             tolerance = tolerances.get(column, DEFAULT_TOLERANCE)
             records.append(
                 {
@@ -134,9 +147,7 @@ def compare_scores(
                     "recomputed": value,
                     "difference": value - claim,
                     "tolerance": tolerance,
-                    "status": _status(
-                        claim, value, tolerance, column in claimed, column in recomputed_columns
-                    ),
+                    "status": _status(claim, value, tolerance, in_claim, in_recomputed),
                 }
             )
     return pd.DataFrame.from_records(records, columns=VERIFICATION_COLUMNS)
@@ -162,17 +173,22 @@ def _status(claim: float, value: float, tolerance: float, claimed: bool, recompu
 
 
 def mismatch_message(model: str, verification: pd.DataFrame, shown: int = 10) -> str | None:
-    """A message naming every disagreeing value (the first `shown`), or None if all agree."""
-    differing = verification[verification["status"] == DIFFERS]
-    if differing.empty:
+    """A message naming every value that differs or is not claimed (the first `shown`), or
+    None if every recomputed value is claimed and agrees."""
+    failing = verification[verification["status"].isin(FAILED)]
+    if failing.empty:
         return None
     lines = [
-        f"model '{model}', direction {r.src_lang}-{r.tgt_lang}, {r.metric}: claimed "
-        f"{r.claimed!r}, recomputed {r.recomputed!r} (tolerance {r.tolerance:g})"
-        for r in differing.head(shown).itertuples(index=False)
+        f"model '{model}', direction {r.src_lang}-{r.tgt_lang}, {r.metric}: "
+        + (
+            f"claimed {r.claimed!r}, recomputed {r.recomputed!r} (tolerance {r.tolerance:g})"
+            if r.status == DIFFERS
+            else f"not in scores.csv, recomputed {r.recomputed!r}"
+        )
+        for r in failing.head(shown).itertuples(index=False)
     ]
-    if len(differing) > shown:
-        lines.append(f"... and {len(differing) - shown} more differences")
+    if len(failing) > shown:
+        lines.append(f"... and {len(failing) - shown} more")
     return "\n".join(lines)
 
 

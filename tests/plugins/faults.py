@@ -29,6 +29,18 @@ class FlakyMetric:
         return {"length": [float(len(text)) for text in rows["mt_text"]]}
 
 
+class NamelessMetric:
+    """A metric of one's own that forgot its `name`."""
+
+    columns = ("length",)
+
+    def signature(self) -> str:
+        return "length|v1"
+
+    def score(self, rows):
+        return {"length": [float(len(text)) for text in rows["mt_text"]]}
+
+
 class EchoTranslator:
     """Returns each prompt's last line; takes any keyword arguments (settings and secrets)."""
 

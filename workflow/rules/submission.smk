@@ -46,6 +46,7 @@ rule verify_model:
         **job_resources("score", score_gpus()),
     params:
         claim=verification_fingerprint,
+        directions=[direction.name for direction in DIRECTIONS],
         metrics=config["metrics"],
         metric_settings=metric_settings(),
         limit=config["limit"],

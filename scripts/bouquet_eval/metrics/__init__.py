@@ -91,9 +91,22 @@ COMPOSITE = "glotlid_x_metricx"
 """glotlid_score * (1 - sqrt(metricx / 25)): in [0, 1], 1 for the right language and no error."""
 
 
+REQUIRED_MEMBERS = ("name", "columns", "signature", "score")
+"""What every metric has (the `Metric` protocol); checked when a metric is loaded, so that a
+metric of one's own that lacks one fails while the run is planned, not after translating."""
+
+
 def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
     """A built-in metric by name, or a metric of one's own as "package.module:Name"."""
-    return import_object(METRICS.get(name, name))(**(settings or {}))
+    metric = import_object(METRICS.get(name, name))(**(settings or {}))
+    missing = [member for member in REQUIRED_MEMBERS if not hasattr(metric, member)]
+    if missing:
+        raise TypeError(
+            f"metric {name!r}: {type(metric).__name__} has no {', '.join(missing)}; a metric "
+            "needs `name`, `columns` (the per-sentence columns it adds), `signature()` and "
+            "`score(rows)` (see bouquet_eval.metrics.Metric)"
+        )
+    return metric
 
 
 def load_metrics(names: Sequence[str], config: dict[str, Any]) -> list[Metric]:
