@@ -90,6 +90,19 @@ def test_bad_values_are_named(change, message: str) -> None:
     assert message in str(error.value)
 
 
+def test_a_whole_number_where_a_number_is_expected_is_the_same_setting() -> None:
+    config = minimal()
+    config["models"] = [
+        {"name": "a", "translator": "openai", "model": "m", "temperature": 0, "timeout": 30},
+        {"name": "b", "translator": "openai", "model": "m", "max_tokens": 512},
+    ]
+    a, b = validate_config(config, SCHEMA)["models"]
+    assert a["temperature"] == b["temperature"] == 0.0 and isinstance(a["temperature"], float)
+    assert isinstance(a["timeout"], float)
+    # Integer settings keep their type.
+    assert b["max_tokens"] == 512 and isinstance(b["max_tokens"], int)
+
+
 def test_glottocode_and_per_direction_accepted() -> None:
     config = minimal()
     config["directions"] = {"list": ["eng_Latn-por_Latn_braz1246"]}

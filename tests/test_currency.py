@@ -238,3 +238,19 @@ def test_settings_decide_and_secrets_stay_out(workflow: Workflow, dataset: Path)
     workflow.write_config(bounds_config(dataset, directions={"list": [DEU]}, models=[model]))
     planned = workflow.planned_jobs(env=environment)
     assert any(name.startswith("translate_echo") for name in planned), planned
+
+
+def test_a_dry_run_changes_nothing_later_runs_do(workflow: Workflow, dataset: Path) -> None:
+    record = workflow.workdir / "record.txt"
+    config = recording_config(dataset, record, [DEU, FRA])
+    workflow.write_config(config)
+    workflow.run()
+    # A dry run with another limit finds every output stale and shows the jobs...
+    workflow.write_config({**config, "limit": 5})
+    planned = workflow.run("--dry-run")
+    assert "not current" in planned.stderr and "translate_rec_" in planned.stdout
+    # ...and once the configuration is back, nothing is left to do.
+    workflow.write_config(config)
+    assert "Nothing to be done" in workflow.run("--dry-run").stdout
+    workflow.run()
+    assert recorded(record).count(DEU) == 1

@@ -108,12 +108,12 @@ def test_load_checks_the_file(dataset: Path) -> None:
     frame.to_parquet(path)
     # The whole file is checked, also when only its first sentences are evaluated.
     for limit in (None, 5):
-        with pytest.raises(ValueError, match=r"row 5: tgt_lang is 'deu_Latn', expected 'fra_Latn'"):
+        with pytest.raises(ValueError, match=r"row 6: tgt_lang is 'deu_Latn', expected 'fra_Latn'"):
             source.load(direction, limit=limit)
     frame = original.copy()
     frame.loc[7, "uniq_id"] = frame.loc[2, "uniq_id"]
     frame.to_parquet(path)
-    with pytest.raises(ValueError, match=rf"{path}, row 7: uniq_id '.+' appears more than once"):
+    with pytest.raises(ValueError, match=rf"{path}, row 8: uniq_id '.+' appears more than once"):
         source.load(direction)
     with pytest.raises(FileNotFoundError, match="eng_Latn-zul_Latn"):
         source.load(Direction("eng_Latn", "zul_Latn"))

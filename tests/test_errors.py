@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +46,18 @@ def test_unknown_language_in_direction_list(workflow: Workflow, dataset: Path) -
     )
 
 
+def with_row(position: int, column: str, value: object | None = None):
+    """A damage for `dataset_failure`: the value of `column` at 0-based `position` replaced by
+    `value`, or by the first row's value (a repeat)."""
+
+    def damage(path: Path) -> None:
+        frame = pd.read_parquet(path)
+        frame.loc[position, column] = frame.loc[0, column] if value is None else value
+        frame.to_parquet(path)
+
+    return damage
+
+
 def dataset_failure(workflow: Workflow, dataset: Path, damage) -> tuple[Path, str]:
     """A run on a dataset with one file damaged: the error, and that nothing ran."""
     broken = dataset / "eng_Latn-fra_Latn.parquet"
@@ -61,19 +74,33 @@ def dataset_failure(workflow: Workflow, dataset: Path, damage) -> tuple[Path, st
     [
         (
             lambda path: pd.read_parquet(path).drop(columns=["src_text"]).to_parquet(path),
-            "missing column(s) src_text",
+            ": missing column(s) src_text",
         ),
         (
             lambda path: pd.read_parquet(path).head(0).to_parquet(path),
-            "no sentences (0 rows); remove the file or fix it",
+            ": no sentences (0 rows); remove the file or fix it",
         ),
         (
             lambda path: pd.read_parquet(path).assign(src_text=range(24)).to_parquet(path),
-            "column src_text holds int64, not text",
+            ": column src_text holds int64, not text",
         ),
         (
             lambda path: path.write_text("src_lang,tgt_lang\neng_Latn,fra_Latn\n"),
-            "not a readable parquet file",
+            ": not a readable parquet file",
+        ),
+        (with_row(3, "src_text", pd.NA), ", row 4: src_text is missing"),
+        (with_row(3, "tgt_text", pd.NA), ", row 4: tgt_text is missing"),
+        (
+            with_row(3, "uniq_id"),
+            ", row 4: uniq_id 'sample-001' appears more than once in the direction (also at row 1)",
+        ),
+        (
+            with_row(5, "src_lang", "deu_Latn"),
+            ", row 6: src_lang is 'deu_Latn', expected 'eng_Latn' from the file name",
+        ),
+        (
+            with_row(5, "tgt_lang", "deu_Latn"),
+            ", row 6: tgt_lang is 'deu_Latn', expected 'fra_Latn' from the file name",
         ),
     ],
 )
@@ -81,22 +108,8 @@ def test_bad_dataset_files_stop_the_run_before_anything_runs(
     workflow: Workflow, dataset: Path, damage, message: str
 ) -> None:
     broken, text = dataset_failure(workflow, dataset, damage)
-    assert f"bouquet-eval: dataset file {broken}: {message}" in text
-
-
-def test_duplicate_sentence_ids_are_refused(workflow: Workflow, dataset: Path) -> None:
-    broken = dataset / "eng_Latn-fra_Latn.parquet"
-    frame = pd.read_parquet(broken)
-    frame.loc[3, "uniq_id"] = frame.loc[1, "uniq_id"]
-    frame.to_parquet(broken)
-    workflow.write_config(bounds_config(dataset, shards=1))
-    failure_text(workflow)
-    logs = "".join(p.read_text() for p in (workflow.workdir / "logs").rglob("shard0of1.log"))
-    assert (
-        f"dataset file {broken}, row 3: uniq_id {frame.loc[1, 'uniq_id']!r} appears more than "
-        "once in the direction" in logs
-    )
-    assert not list((workflow.workdir / "runs").rglob("eng_Latn-fra_Latn.jsonl"))
+    assert f"bouquet-eval: dataset file {broken}{message}" in text
+    assert "translator" not in text
 
 
 def test_output_dir_that_is_a_file(workflow: Workflow, dataset: Path) -> None:
@@ -156,7 +169,77 @@ def test_metric_of_ones_own_without_a_name_stops_the_run_before_anything_runs(
     workflow.write_config(bounds_config(dataset, metrics=["chrf", "faults:NamelessMetric"]))
     text = failure_text(workflow)
     assert (
-        "metric 'faults:NamelessMetric': NamelessMetric has no name; a metric needs `name`, "
-        "`columns`"
+        "bouquet-eval: metric 'faults:NamelessMetric': NamelessMetric has no name; a metric "
+        "needs `name`, `columns`"
     ) in text
     assert not (workflow.workdir / "runs").exists()
+
+
+def test_rows_are_read_once_per_file_state(workflow: Workflow, dataset: Path) -> None:
+    """A second plan trusts what the first checked while a file's size and modification time
+    are the same, and checks the file again once they change."""
+    path = dataset / "eng_Latn-fra_Latn.parquet"
+    frame = pd.read_parquet(path)
+    # Uncompressed and without dictionaries, a same-length value keeps the file's size.
+    plain = {"compression": None, "use_dictionary": False}
+    frame.to_parquet(path, **plain)
+    workflow.write_config(bounds_config(dataset, shards=1))
+    workflow.run("--dry-run")
+    before = path.stat()
+    frame.loc[5, "tgt_lang"] = "deu_Latn"
+    frame.to_parquet(path, **plain)
+    assert path.stat().st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    workflow.run("--dry-run")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+    text = failure_text(workflow)
+    assert f"dataset file {path}, row 6: tgt_lang is 'deu_Latn', expected 'fra_Latn'" in text
+
+
+def test_uniq_id_of_another_type_than_in_the_other_files(workflow: Workflow, dataset: Path) -> None:
+    broken, text = dataset_failure(
+        workflow,
+        dataset,
+        lambda path: pd.read_parquet(path).assign(uniq_id=range(24)).to_parquet(path),
+    )
+    others = len(list(dataset.glob("*.parquet"))) - 1
+    assert (
+        f"bouquet-eval: dataset file {broken}: column uniq_id holds integers, but text in the "
+        f"other {others} selected file(s), such as {dataset / 'arb_Arab-eng_Latn.parquet'}; all "
+        "files must give uniq_id one type\n"
+    ) in text
+
+
+@pytest.mark.parametrize(
+    ("output_dir", "a_file", "message"),
+    [
+        ("afile/sub", "afile", "output_dir 'afile/sub': 'afile' is a file, not a folder"),
+        (
+            "runs",
+            "runs/copy-source",
+            "model 'copy-source': folder 'runs/copy-source' is a file, not a folder",
+        ),
+    ],
+)
+def test_folders_that_are_files(
+    workflow: Workflow, dataset: Path, output_dir: str, a_file: str, message: str
+) -> None:
+    path = workflow.workdir / a_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("not a folder\n")
+    workflow.write_config(bounds_config(dataset, output_dir=output_dir))
+    text = failure_text(workflow)
+    assert f"bouquet-eval: {message}\n" in text
+    assert "Traceback" not in text
+    written = [p for p in workflow.workdir.rglob("*") if ".snakemake" not in p.parts]
+    assert sorted(written) == sorted({path, path.parent, workflow.config_path} - {workflow.workdir})
+
+
+def test_provided_translations_from_a_folder_that_does_not_exist(
+    workflow: Workflow, dataset: Path
+) -> None:
+    models = [{"name": "mine", "translator": "provided", "path": "elsewhere/mine"}]
+    workflow.write_config(bounds_config(dataset, models=models))
+    assert (
+        "bouquet-eval: model 'mine' (translator: provided): folder 'elsewhere/mine' not found"
+    ) in failure_text(workflow)

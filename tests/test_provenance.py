@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
 from bouquet_eval.io import write_jsonl
@@ -36,8 +37,9 @@ SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 
 @pytest.mark.parametrize(
     "name",
-    ["api_key", "apiKey", "API-KEY", "apikey", "hf_token", "access_token", "token", "authToken",
-     "password", "db_passwd", "client_secret", "secret", "authorization", "auth", "bearer",
+    ["api_key", "apiKey", "APIKey", "API-KEY", "apikey", "hf_token", "access_token", "token",
+     "authToken", "auth_token", "hfToken", "HFToken", "HF_TOKEN", "refresh_token", "password",
+     "db_passwd", "client_secret", "secret", "token_secret", "authorization", "auth", "bearer",
      "credentials", "private_key", "aws_secret_access_key", "session_cookie"],
 )  # fmt: skip
 def test_secret_names(name: str) -> None:
@@ -47,7 +49,11 @@ def test_secret_names(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     ["max_tokens", "max_new_tokens", "tokenizer", "batch_tokens", "tokens", "api_key_env",
-     "token_env", "key", "keyboard", "author", "authority", "secretary", "model", "seed"],
+     "token_env", "key", "keyboard", "author", "authority", "secretary", "model", "seed",
+     "pad_token", "eos_token", "bos_token", "unk_token", "sep_token", "cls_token", "mask_token",
+     "forced_bos_token", "padToken", "additional_special_tokens", "eos_token_id", "pad_token_id",
+     "forced_bos_token_id", "decoder_start_token_id", "eos_token_ids", "token_limit",
+     "token_type", "tokenizer_kwargs"],
 )  # fmt: skip
 def test_names_that_merely_contain_a_secret_word(name: str) -> None:
     assert not is_secret_name(name)
@@ -85,6 +91,64 @@ def test_known_secrets_are_redacted_wherever_they_appear() -> None:
     assert redact_command(command, secrets) == [
         "snakemake", "--config", f"hf_token={REDACTED}", "--x", f"y={REDACTED}/z",
     ]  # fmt: skip
+
+
+def test_config_items_on_the_command_line_are_redacted_as_the_configuration_is() -> None:
+    """A --config item is read as Snakemake reads it (YAML) and redacted in place: what is
+    recorded still reads as the command that was run, its secrets replaced."""
+    secrets = frozenset({"tok-0123456789", "short"})
+    items = [
+        'models=[{name: my2, translator: "mytr:Tr", translator_kwargs: {password: hunter2xyz, '
+        'pad_token: "<pad>", token_limit: 77, generation: {forced_bos_token_id: 5}}}]',
+        'headers={"Authorization":"Bearer ZZZTOP987", "client_secret":"has space inside"}',
+        "x={'bearer': {'any': [shape, 1]}, 'y': '42'}",
+        "limit=short",  # a known secret too short to look for inside text, here a whole value
+        "hf_token=abc123",
+        "layout=\n  bearer:\n    x: 1\n  b: 1\n",  # block YAML: the value goes whole
+    ]
+    redacted = redact_command(["snakemake", "--config", *items, "--configfile", "c.yaml"], secrets)
+    assert redacted == [
+        "snakemake",
+        "--config",
+        'models=[{name: my2, translator: "mytr:Tr", translator_kwargs: {password: <redacted>, '
+        'pad_token: "<pad>", token_limit: 77, generation: {forced_bos_token_id: 5}}}]',
+        'headers={"Authorization":"<redacted>", "client_secret":"<redacted>"}',
+        "x={'bearer': <redacted>, 'y': '42'}",
+        f"limit={REDACTED}",
+        f"hf_token={REDACTED}",
+        f"layout={REDACTED}",
+        "--configfile",
+        "c.yaml",
+    ]
+    for item, written in zip(items[:-1], redacted[2:-3], strict=True):  # all but the block
+        key, _, value = item.partition("=")
+        expected = redact({key: yaml.load(value, Loader=yaml.BaseLoader)}, secrets)
+        assert expected == {key: yaml.load(written.split("=", 1)[1], Loader=yaml.BaseLoader)}
+    # Both spellings of the option; an argument after the items is no item.
+    assert redact_command(["-C", "password=a b", "--config=api_key=k", "token=x"]) == [
+        "-C", f"password={REDACTED}", f"--config=api_key={REDACTED}", f"token={REDACTED}",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argument", "written"),
+    [
+        ('{"Authorization":"Bearer ZZZTOP987"}', '{"Authorization":"<redacted>"}'),
+        ('{"client_secret": "has spaces", "n": 1}', '{"client_secret": "<redacted>", "n": 1}'),
+        ("{'password': 'it''s me', 'n': 1}", "{'password': '<redacted>', 'n': 1}"),
+        ("{bearer: {a: 1, b: [x, y]}, c: 3}", "{bearer: <redacted>, c: 3}"),
+        ("Authorization: Bearer abc def", "Authorization: <redacted>"),
+        ("curl -H Bearer xyz123", "curl -H Bearer <redacted>"),
+        ("https://x.org/?api_key=abc&n=1", "https://x.org/?api_key=<redacted>&n=1"),
+        ("secret=two words", "secret=<redacted>"),
+        ("{eos_token_id: 2, pad_token: <pad>, max_tokens: 9}", None),
+        ("runs/m/eng_Latn-fra_Latn.jsonl", None),
+    ],
+)  # fmt: skip
+def test_other_arguments_lose_the_whole_value_of_a_secret_name(
+    argument: str, written: str | None
+) -> None:
+    assert redact_command(["snakemake", argument]) == ["snakemake", written or argument]
 
 
 def test_digest_uses_real_values_and_only_a_keyed_hash_of_secrets(

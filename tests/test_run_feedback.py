@@ -82,6 +82,9 @@ def test_progress_can_be_asked_while_a_run_is_going(workflow: Workflow, dataset:
     assert counts() == [("translate", 7, 8), ("score", 7, 8)]
     (folder / "rec" / "eng_Latn-deu_Latn.scored.parquet").unlink()
     assert counts() == [("translate", 7, 8), ("score", 6, 8)]
+    # A translator setting changed: every translation is to be redone, and so its scores.
+    model["translator_kwargs"]["suffix"] = " (changed)"
+    assert counts() == [("translate", 0, 8), ("score", 0, 8)]
 
 
 # What Snakemake's scheduler prints between jobs, whenever it gets to it.

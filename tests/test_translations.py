@@ -101,3 +101,13 @@ def test_with_a_limit_a_file_may_hold_more_lines(tmp_path: Path) -> None:
     path = write(tmp_path / "t.jsonl", [*lines(), {"anything": "beyond the limit"}])
     frame = read_translations(path, DIRECTION, ROWS.head(2), extra_lines_allowed=True)
     assert frame["mt_text"].tolist() == ["<One.>", "<Two\nlines.>"]
+
+
+def test_blank_lines_after_the_last_sentence_are_no_lines(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.jsonl", lines())
+    path.write_text(path.read_text() + "\n  \n")
+    assert read_translations(path, DIRECTION, ROWS)["mt_text"].tolist()[2] == "<Three 🎉>"
+    # A line after them still counts.
+    path.write_text(path.read_text() + json.dumps(lines()[0]) + "\n")
+    with pytest.raises(ValueError, match="4 line"):
+        read_translations(path, DIRECTION, ROWS)

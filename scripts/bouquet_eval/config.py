@@ -18,7 +18,9 @@ class ConfigError(ValueError):
 
 
 def _fill_defaults(validator_class: type) -> type:
-    """Extend a validator so that `properties` also inserts each property's `default`.
+    """Extend a validator so that `properties` also inserts each property's `default`, and
+    gives a property whose schema allows numbers but not integers a float where the
+    configuration wrote an integer: `temperature: 0` is the default `0.0`, not a new setting.
 
     Defaults are inserted before the subschemas are validated, so nested objects whose
     default is `{}` get their own defaults filled in turn.
@@ -32,9 +34,21 @@ def _fill_defaults(validator_class: type) -> type:
             for name, subschema in properties.items():
                 if "default" in subschema:
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
+                if _is_whole_number(instance.get(name)) and _takes_floats(subschema):
+                    instance[name] = float(instance[name])
         yield from validate_properties(validator, properties, instance, schema)
 
     return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+
+
+def _is_whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _takes_floats(schema: Mapping[str, Any]) -> bool:
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return "number" in kinds and "integer" not in kinds
 
 
 _Validator = _fill_defaults(jsonschema.Draft202012Validator)

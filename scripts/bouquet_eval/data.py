@@ -20,6 +20,8 @@ from bouquet_eval.languages import split_direction
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 REQUIRED_COLUMNS = ("src_lang", "tgt_lang", "src_text", "tgt_text", "uniq_id")
 
@@ -76,102 +78,184 @@ class DatasetSource:
 
     def check_files(self, directions: Sequence[Direction], index: Path | None = None) -> None:
         """Check, before anything runs, that each direction's file is a parquet file with the
-        BOUQuET columns, their types, and at least one sentence; raise one ConfigError naming
-        every file at fault.
+        BOUQuET columns, their types, at least one sentence and usable rows (see `_read_checked`),
+        and that all of them give uniq_id one type; raise one ConfigError naming every file at
+        fault.
 
-        Only the files' metadata is read; `index` (a JSON file) remembers files already checked
-        by their size and modification time, so that planning a large run stays fast.
+        `index` (a JSON file) remembers files already checked, by their size and modification
+        time, and the type of their uniq_id, so that planning a large run reads only the files
+        that changed.
         """
         known = _read_index(index)
-        checked = len(known)
+        remembered = dict(known)
+        kinds: dict[Path, str] = {}
         problems = []
         for direction in directions:
             path = self.file(direction)
             try:
-                status = path.stat()
+                kinds[path] = _checked_id_kind(path, direction, known)
             except FileNotFoundError:
                 problems.append(f"dataset file {path} not found (direction {direction})")
-                continue
-            stamp = [status.st_size, status.st_mtime_ns]
-            if known.get(str(path)) == stamp:
-                continue
-            problem = _file_problem(path)
-            if problem is None:
-                known[str(path)] = stamp
-            else:
-                problems.append(problem)
-        if index is not None and len(known) != checked:
+            except DatasetError as error:
+                problems.append(str(error))
+        if index is not None and known != remembered:
             write_json(index, known)
+        mixed = _mixed_id_kinds(kinds)
+        if mixed is not None:
+            problems.append(mixed)
         if problems:
             shown = problems[:10] + ([f"... and {len(problems) - 10} more"] * (len(problems) > 10))
             raise ConfigError("\n".join(shown))
 
     def load(self, direction: Direction, limit: int | None = None) -> pd.DataFrame:
-        """Read one direction's sentences, checked against the BOUQuET columns and their types."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
+        """Read one direction's sentences, checked as `check_files` checks them (a file may
+        change after the run was planned)."""
         path = self.file(direction)
         if not path.is_file():
             raise FileNotFoundError(f"dataset file {path} not found (direction {direction})")
-        problem = _file_problem(path)
-        if problem is not None:
-            raise ValueError(problem)
-        try:
-            frame = pq.read_table(path).to_pandas()
-        except (pa.ArrowException, OSError) as error:
-            raise ValueError(f"dataset file {path}: cannot be read as parquet ({error})") from None
-        for column, expected in (
-            ("src_lang", direction.src_lang),
-            ("tgt_lang", direction.tgt_lang),
-        ):
-            wrong = frame.index[frame[column] != expected]
-            if len(wrong):
-                row = int(wrong[0])
-                raise ValueError(
-                    f"dataset file {path}, row {row}: {column} is '{frame.at[row, column]}', "
-                    f"expected '{expected}' from the file name"
-                )
-        for column in ("src_text", "tgt_text", "uniq_id"):
-            empty = frame.index[frame[column].isna()]
-            if len(empty):
-                raise ValueError(f"dataset file {path}, row {int(empty[0])}: {column} is missing")
-        repeated = frame.index[frame["uniq_id"].duplicated()]
-        if len(repeated):
-            row = int(repeated[0])
-            raise ValueError(
-                f"dataset file {path}, row {row}: uniq_id {frame.at[row, 'uniq_id']!r} appears "
-                "more than once in the direction"
-            )
+        frame = _read_checked(path, direction).to_pandas()
         if limit is not None:
             frame = frame.head(limit)
         return frame.reset_index(drop=True)
 
 
-def _file_problem(path: Path) -> str | None:
-    """What makes a dataset file unusable, judged from its metadata; None if nothing does."""
+class DatasetError(ValueError):
+    """A dataset file that cannot be evaluated; the message names the file, and the row (counted
+    from 1) where one is at fault. Not the translator's failure, though a job may meet it while
+    the translator runs."""
+
+
+def _read_checked(path: Path, direction: Direction, columns: list[str] | None = None) -> pa.Table:
+    """The file's table (all columns, or only `columns`), once its metadata and its rows show it
+    usable: the BOUQuET columns and their types, at least one row, no missing value, the
+    languages of the file's name, and no uniq_id twice. Raises DatasetError otherwise."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # One ParquetFile serves the metadata and the rows: several times faster than read_table
+    # (dataset machinery) for the many small files a plan checks.
     try:
-        metadata = pq.read_metadata(path)
-        schema = metadata.schema.to_arrow_schema()
+        with pq.ParquetFile(path) as parquet:
+            _check_metadata(path, parquet.metadata)
+            # Pandas metadata, as read_table reads them: a stored index is no column.
+            table = parquet.read(columns=columns, use_pandas_metadata=True)
     except (pa.ArrowException, OSError) as error:
-        return f"dataset file {path}: not a readable parquet file ({error})"
+        raise DatasetError(f"dataset file {path}: not a readable parquet file ({error})") from None
+    _check_rows(path, direction, table)
+    return table
+
+
+def _checked_id_kind(path: Path, direction: Direction, known: dict[str, Any]) -> str:
+    """The kind of the file's uniq_id, from `known` (the index) while the file is as it was
+    checked, else from checking the file (and then remembered in `known`)."""
+    status = path.stat()
+    stamp = [status.st_size, status.st_mtime_ns]
+    entry = known.get(str(path))
+    # An entry of an older index (a bare stamp) was checked without the row checks.
+    if isinstance(entry, dict) and entry.get("stamp") == stamp and entry.get("uniq_id"):
+        return str(entry["uniq_id"])
+    table = _read_checked(path, direction, list(REQUIRED_COLUMNS))
+    kind = _id_kind(table.schema.field("uniq_id").type)
+    known[str(path)] = {"stamp": stamp, "uniq_id": kind}
+    return kind
+
+
+def _check_metadata(path: Path, metadata: pq.FileMetaData) -> None:
+    """Raise DatasetError if the file's metadata show it unusable, before any row is read."""
+    import pyarrow as pa
+
+    schema = metadata.schema.to_arrow_schema()
     missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
     if missing:
-        return f"dataset file {path}: missing column(s) {', '.join(missing)}"
+        raise DatasetError(f"dataset file {path}: missing column(s) {', '.join(missing)}")
     for column in REQUIRED_COLUMNS:
-        kind = schema.field(column).type
-        if pa.types.is_dictionary(kind):
-            kind = kind.value_type
-        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
-        if not (text or (column == "uniq_id" and pa.types.is_integer(kind))):
+        kind = _value_type(schema.field(column).type)
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and not (
+            column == "uniq_id" and pa.types.is_integer(kind)
+        ):
             wanted = "text or integers" if column == "uniq_id" else "text"
-            return f"dataset file {path}: column {column} holds {kind}, not {wanted}"
+            raise DatasetError(f"dataset file {path}: column {column} holds {kind}, not {wanted}")
     if metadata.num_rows == 0:
-        return f"dataset file {path}: no sentences (0 rows); remove the file or fix it"
-    return None
+        raise DatasetError(f"dataset file {path}: no sentences (0 rows); remove the file or fix it")
+
+
+def _check_rows(path: Path, direction: Direction, table: pa.Table) -> None:
+    """Raise DatasetError naming the first row at fault: a missing value, a language other
+    than the file name's, or a uniq_id seen before (scores are joined on it)."""
+    import pyarrow.compute as pc
+
+    values = {column: _decoded(table.column(column)) for column in REQUIRED_COLUMNS}
+    for column, column_values in values.items():
+        position = pc.index(pc.is_null(column_values), True).as_py()
+        if position >= 0:
+            raise DatasetError(f"dataset file {path}, {_row(position)}: {column} is missing")
+    for column, expected in (("src_lang", direction.src_lang), ("tgt_lang", direction.tgt_lang)):
+        position = pc.index(pc.not_equal(values[column], expected), True).as_py()
+        if position >= 0:
+            raise DatasetError(
+                f"dataset file {path}, {_row(position)}: {column} is "
+                f"'{values[column][position].as_py()}', expected '{expected}' from the file name"
+            )
+    _check_unique_ids(path, values["uniq_id"])
+
+
+def _check_unique_ids(path: Path, ids: pa.ChunkedArray) -> None:
+    import pyarrow.compute as pc
+
+    # Counting is fast; only a file with a repeat is walked to find where.
+    if pc.count_distinct(ids).as_py() == len(ids):
+        return
+    first_seen: dict[object, int] = {}
+    for position, value in enumerate(ids.to_pylist()):
+        if value in first_seen:
+            raise DatasetError(
+                f"dataset file {path}, {_row(position)}: uniq_id {value!r} appears more than "
+                f"once in the direction (also at {_row(first_seen[value])})"
+            )
+        first_seen[value] = position
+
+
+def _row(position: int) -> str:
+    # Rows count from 1, as lines of a translations file do in their messages.
+    return f"row {position + 1}"
+
+
+def _value_type(kind: pa.DataType) -> pa.DataType:
+    """The type of the values, also of a dictionary-encoded column (pandas categories)."""
+    import pyarrow as pa
+
+    return kind.value_type if pa.types.is_dictionary(kind) else kind
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    # Compute functions such as count_distinct have no kernel for dictionary-encoded columns.
+    return column.cast(_value_type(column.type))
+
+
+def _id_kind(kind: pa.DataType) -> str:
+    import pyarrow as pa
+
+    return "integers" if pa.types.is_integer(_value_type(kind)) else "text"
+
+
+def _mixed_id_kinds(kinds: Mapping[Path, str]) -> str | None:
+    """A message naming a file whose uniq_id is of another kind than the other files': the
+    aggregate concatenates the rows of all directions, and cannot mix text and integers."""
+    by_kind: dict[str, list[Path]] = {}
+    for path, kind in kinds.items():
+        by_kind.setdefault(kind, []).append(path)
+    if len(by_kind) < 2:
+        return None
+    # The odd ones out are the files of the rarer kind; on a tie, those of integers, as
+    # BOUQuET's own uniq_id is text.
+    common, odd = sorted(by_kind, key=lambda kind: (len(by_kind[kind]), kind == "text"))[::-1]
+    named, *others = by_kind[odd]
+    more = f" (and {len(others)} more file(s) like it)" if others else ""
+    return (
+        f"dataset file {named}{more}: column uniq_id holds {odd}, but {common} in the other "
+        f"{len(by_kind[common])} selected file(s), such as {by_kind[common][0]}; all files must "
+        "give uniq_id one type"
+    )
 
 
 def _read_index(index: Path | None) -> dict[str, Any]:

@@ -9,14 +9,18 @@ small file that is an input of the job, with new content. Snakemake then plans t
 ("updated input files"); the job rebuilds exactly the outputs that are not current, from a
 verified cached copy or by recomputing them, and leaves the others alone.
 
-A job gets its stamp as an input from the first time one of its outputs was found stale, and
-keeps it: a stamp that is left alone changes nothing, one that comes and goes would.
+Every job has its stamp as an input from the first plan on: a stamp that appeared later would
+change the job's set of inputs, which Snakemake takes as a reason to run it. A stamp rewritten
+by a plan whose job never ran (a dry run, a run stopped first) is dated back before the job's
+outputs once they are all current again, so that it no longer makes Snakemake plan the job: a
+dry run changes nothing that later runs do.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,15 +41,17 @@ def stamp_path(model_dir: Path, job: str) -> Path:
     return model_dir / STAMPS / f"{job}.json"
 
 
-def check_job(stamp: Path, outputs: Iterable[ResumableOutput]) -> list[StaleOutput]:
-    """The job's existing outputs that are not current; the stamp is rewritten if there are any.
+def check_job(stamp: Path, outputs: Sequence[ResumableOutput]) -> list[StaleOutput]:
+    """The job's existing outputs that are not current; the stamp is rewritten if there are any,
+    else written if missing, and dated back before the outputs.
 
     Missing outputs are Snakemake's to notice.
     """
+    existing = [output for output in outputs if output.path.exists()]
     stale = [
         StaleOutput(output.path, reason)
-        for output in outputs
-        if output.path.exists() and (reason := output.stale_reason()) is not None
+        for output in existing
+        if (reason := output.stale_reason()) is not None
     ]
     if stale:
         write_json(
@@ -55,11 +61,23 @@ def check_job(stamp: Path, outputs: Iterable[ResumableOutput]) -> list[StaleOutp
                 "stale": {str(item.path): item.reason for item in stale},
             },
         )
+    else:
+        if not stamp.is_file():
+            write_json(stamp, {"noticed_ns": None, "stale": {}})
+        if existing:
+            _date_back(stamp, min(output.path.stat().st_mtime_ns for output in existing))
     return stale
 
 
+def _date_back(stamp: Path, oldest_output_ns: int) -> None:
+    """Make the stamp older than the oldest output, unless it already is."""
+    if stamp.stat().st_mtime_ns >= oldest_output_ns:
+        earlier = oldest_output_ns - 1_000_000_000
+        os.utime(stamp, ns=(earlier, earlier))
+
+
 def stamp_input(stamp: Path) -> list[str]:
-    """The job's stamp as a list of inputs: empty until a stamp was first needed."""
+    """The job's stamp as a list of inputs: empty until the first plan wrote it."""
     return [str(stamp)] if stamp.is_file() else []
 
 

@@ -3,8 +3,9 @@
 Read from the outputs and their provenance records only, never from Snakemake's state, so that
 it can be asked while a run is writing them (`snakemake progress --nolock`). A direction is
 translated, or scored, when its output is current by the very test the planner and the jobs
-apply (bouquet_eval.outputs); translations brought in place in the model's folder count as
-translated when their file is there. A change of metric versions alone is not seen here; the
+apply (bouquet_eval.outputs), and scored only when its translations are translated too;
+translations brought in place in the model's folder count as translated when their file is
+there. A change of metric versions alone is not seen here; the
 score job sees it.
 """
 
@@ -54,9 +55,11 @@ def run_progress(
                 None if folder is None else folder / f"{direction}.jsonl",
                 secrets,
             )
-            translated += translation.path.is_file() if in_place else translation.is_current()
+            done = translation.path.is_file() if in_place else translation.is_current()
+            translated += done
+            # Scores of translations about to be redone are not done, current as they may be.
             score = scored_output(model_dir, direction, scoring, dataset_file, secrets)
-            scored += score.is_current()
+            scored += done and score.is_current()
         progress.append(StageProgress(model["name"], "translate", translated, len(directions)))
         progress.append(StageProgress(model["name"], "score", scored, len(directions)))
     return progress

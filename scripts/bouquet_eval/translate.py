@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bouquet_eval.config import expand_path
-from bouquet_eval.data import DatasetSource, Direction
+from bouquet_eval.data import DatasetError, DatasetSource, Direction
 from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.outputs import translation_output
@@ -305,7 +305,7 @@ def attributed(
             position, returned = next(results)
         except StopIteration:
             return
-        except TranslationError:
+        except (TranslationError, DatasetError):
             raise
         except BatchError as error:
             direction = str(work[error.index].direction)

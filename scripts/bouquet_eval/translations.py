@@ -33,7 +33,8 @@ def read_translations(
 
     Returns the translation columns (and `mt_raw` where given) aligned with `rows`.
     `extra_lines_allowed`: the file may hold more lines than `rows` (a run with a `limit`
-    evaluates the first sentences only); the lines beyond are not read.
+    evaluates the first sentences only); the lines beyond are not read. Blank lines after the
+    last sentence are ignored.
     """
     import pandas as pd
 
@@ -44,7 +45,9 @@ def read_translations(
             if number > len(expected):
                 if extra_lines_allowed:
                     break
-                lines.append(None)
+                # Blank lines after the last sentence (an editor's final newline) are no lines.
+                if text.strip():
+                    lines.append(None)
                 continue
             lines.append(_check_line(path, number, text, expected[number - 1], direction))
     if len(lines) != len(expected):

@@ -49,3 +49,15 @@ class EchoTranslator:
 
     def translate(self, prompts: list[str]) -> list[str]:
         return [prompt.splitlines()[-1] for prompt in prompts]
+
+
+class LeakyTranslator:
+    """Fails as a client that puts its key in its errors does; the key comes from the variable
+    that `token_env` names."""
+
+    def __init__(self, token_env: str, **settings) -> None:
+        self.key = os.environ[token_env]
+
+    def translate(self, prompts: list[str]) -> list[str]:
+        cause = ConnectionError(f"refused: Authorization: Bearer {self.key}")
+        raise RuntimeError(f"401 Unauthorized for key {self.key}") from cause

@@ -15,6 +15,7 @@ from bouquet_eval.config import (
 )
 from bouquet_eval.data import resolve_dataset, select_directions
 from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE, workflow_commit
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import (
     AGGREGATES,
     aggregate_outputs,
@@ -60,11 +61,31 @@ if not workflow.overwrite_configfiles:
     configfile: REPOSITORY / "config" / "demo.yaml"
 
 
+def file_in_the_way(folder):
+    """The file that stands where `folder`, or a folder above it, is to be; None if none does
+    (Snakemake would otherwise fail creating it, with a traceback naming no setting)."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
+def refuse_files_as_folders(output_dir, models):
+    """Stop with one line when output_dir, or a model's folder in it, cannot be a folder."""
+    folders = {"output_dir": output_dir}
+    for model in models:
+        folders[f"model '{model['name']}': folder"] = output_dir / model["name"]
+    for what, folder in folders.items():
+        blocking = file_in_the_way(folder)
+        if blocking is not None:
+            within = "" if blocking == folder else f": '{blocking}'"
+            raise ConfigError(f"{what} '{folder}'{within} is a file, not a folder")
+
+
 try:
     validate_config(config, REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
     OUTPUT_DIR = expand_path(config["output_dir"])
-    if OUTPUT_DIR.exists() and not OUTPUT_DIR.is_dir():
-        raise ConfigError(f"output_dir '{OUTPUT_DIR}' is a file, not a folder")
+    refuse_files_as_folders(OUTPUT_DIR, config["models"])
     # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
     # them see the commit it resolved the revision to.
     DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
@@ -77,6 +98,8 @@ try:
     DATASET.check_files(
         DIRECTIONS, Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
     )
+    # A metric of one's own that cannot be used stops the run here, before anything is written.
+    load_metrics(config["metrics"], config)
 except ConfigError as error:
     raise WorkflowError(f"bouquet-eval: {error}") from None
 
@@ -153,6 +176,11 @@ def check_provided(model):
     folder = provided_folder(model)
     if folder is None:
         return
+    if not folder.is_dir():
+        raise WorkflowError(
+            f"bouquet-eval: model '{model['name']}' (translator: provided): folder '{folder}' "
+            "not found"
+        )
     missing = [
         str(folder / f"{d}.jsonl")
         for d in DIRECTIONS

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from bouquet_eval.config import ConfigError
 from bouquet_eval.translators import import_object
 
 
@@ -101,7 +102,7 @@ def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
     metric = import_object(METRICS.get(name, name))(**(settings or {}))
     missing = [member for member in REQUIRED_MEMBERS if not hasattr(metric, member)]
     if missing:
-        raise TypeError(
+        raise ConfigError(
             f"metric {name!r}: {type(metric).__name__} has no {', '.join(missing)}; a metric "
             "needs `name`, `columns` (the per-sentence columns it adds), `signature()` and "
             "`score(rows)` (see bouquet_eval.metrics.Metric)"
