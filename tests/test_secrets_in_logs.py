@@ -70,9 +70,12 @@ def test_secrets_given_on_the_command_line_are_recorded_redacted(
     assert "literal value at 'models[0].translator_kwargs.password'" in run.stderr
     assert "literal value at 'models[0].translator_kwargs.pad_token'" not in run.stderr
     assert "literal value at 'models[0].translator_kwargs.eos_token_id'" not in run.stderr
-    # (Snakemake's own banner prints the command line as typed; that is not the workflow's.)
+    # Nor in Snakemake's banner, on the console and in its own log.
+    (snakemake_log,) = (workflow.workdir / ".snakemake" / "log").glob("*.snakemake.log")
+    assert "password: <redacted>" in snakemake_log.read_text()
     for secret in secrets:
-        for folder in ("runs", "logs"):
+        assert secret not in run.stdout + run.stderr, secret
+        for folder in ("runs", "logs", ".snakemake/log"):
             assert files_holding(workflow.workdir / folder, secret) == [], secret
 
 

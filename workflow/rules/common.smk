@@ -109,6 +109,9 @@ os.environ.setdefault(
     COMMAND_ENVIRONMENT_VARIABLE, json.dumps(redact_command(sys.argv, SECRETS))
 )
 if workflow.is_main_process:
+    # Snakemake's banner and its log under .snakemake/log/ print sys.argv once the plan is
+    # made; it has been parsed by now, and jobs are started from the parsed settings.
+    sys.argv[:] = redact_command(sys.argv, SECRETS)
     for location in literal_secrets(config):
         print(
             f"bouquet-eval: warning: the configuration holds a literal value at '{location}'. "
