@@ -9,11 +9,12 @@ small file that is an input of the job, with new content. Snakemake then plans t
 ("updated input files"); the job rebuilds exactly the outputs that are not current, from a
 verified cached copy or by recomputing them, and leaves the others alone.
 
-Every job has its stamp as an input from the first plan on: a stamp that appeared later would
-change the job's set of inputs, which Snakemake takes as a reason to run it. A stamp rewritten
-by a plan whose job never ran (a dry run, a run stopped first) is dated back before the job's
-outputs once they are all current again, so that it no longer makes Snakemake plan the job: a
-dry run changes nothing that later runs do.
+Every job has its stamp as an input from the first run on (a dry run writes a stamp only to
+show a job that must run): a stamp that appeared later would change the job's set of inputs,
+which Snakemake takes as a reason to run it. A stamp rewritten by a plan whose job never ran (a
+dry run, a run stopped first) is dated back before the job's outputs once they are all current
+again, so that it no longer makes Snakemake plan the job: a dry run changes nothing that later
+runs do.
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ def stamp_path(model_dir: Path, job: str) -> Path:
     return model_dir / STAMPS / f"{job}.json"
 
 
-def check_job(stamp: Path, outputs: Sequence[ResumableOutput]) -> list[StaleOutput]:
+def check_job(
+    stamp: Path, outputs: Sequence[ResumableOutput], dry_run: bool = False
+) -> list[StaleOutput]:
     """The job's existing outputs that are not current; the stamp is rewritten if there are any,
-    else written if missing, and dated back before the outputs.
+    else written if missing (unless `dry_run`), and dated back before the outputs.
 
     Missing outputs are Snakemake's to notice.
     """
@@ -62,9 +65,9 @@ def check_job(stamp: Path, outputs: Sequence[ResumableOutput]) -> list[StaleOutp
             },
         )
     else:
-        if not stamp.is_file():
+        if not stamp.is_file() and not dry_run:
             write_json(stamp, {"noticed_ns": None, "stale": {}})
-        if existing:
+        if existing and stamp.is_file():
             _date_back(stamp, min(output.path.stat().st_mtime_ns for output in existing))
     return stale
 
@@ -74,6 +77,25 @@ def _date_back(stamp: Path, oldest_output_ns: int) -> None:
     if stamp.stat().st_mtime_ns >= oldest_output_ns:
         earlier = oldest_output_ns - 1_000_000_000
         os.utime(stamp, ns=(earlier, earlier))
+
+
+NO_VALUE_FLAGS = frozenset("npqrFfk")
+"""Snakemake's one-letter options that take no value, as they may be run together (`-np`)."""
+
+
+def is_dry_run(argv: Sequence[str]) -> bool:
+    """Whether Snakemake's command line asks for a dry run. Snakemake itself knows only once
+    the plan is made, after the rules (and their stamps) are."""
+    return any(
+        argument in ("--dry-run", "--dryrun")
+        or (
+            argument.startswith("-")
+            and not argument.startswith("--")
+            and "n" in argument
+            and set(argument[1:]) <= NO_VALUE_FLAGS
+        )
+        for argument in argv[1:]
+    )
 
 
 def stamp_input(stamp: Path) -> list[str]:

@@ -23,7 +23,13 @@ from bouquet_eval.outputs import (
     score_settings,
     translation_output,
 )
-from bouquet_eval.planning import check_job, describe, stamp_input, stamp_path
+from bouquet_eval.planning import (
+    check_job,
+    describe,
+    is_dry_run,
+    stamp_input,
+    stamp_path,
+)
 from bouquet_eval.runs import register as register_run
 from bouquet_eval.runs import remove_stale_locks
 from bouquet_eval.provenance import (
@@ -122,6 +128,7 @@ if workflow.is_main_process:
         )
 
 MODELS = {model["name"]: model for model in config["models"]}
+DRY_RUN = is_dry_run(sys.argv)
 STALE_OUTPUTS = []
 """Existing outputs found not current while planning (reported once the rules are built)."""
 
@@ -222,7 +229,7 @@ def planned_stamp(model, job, outputs):
     """The job's stamp input, rewritten when one of its existing outputs is not current."""
     stamp = stamp_path(Path(model_dir(model)), job)
     if workflow.is_main_process:
-        STALE_OUTPUTS.extend(check_job(stamp, outputs))
+        STALE_OUTPUTS.extend(check_job(stamp, outputs, DRY_RUN))
     return stamp_input(stamp)
 
 
