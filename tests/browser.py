@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -154,11 +155,14 @@ async def chromium() -> AsyncIterator[Page]:
     binary = chromium_path()
     if binary is None:
         raise FileNotFoundError("chromium is not installed")
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+    # Chromium's helper processes may still be writing the profile as the browser exits; the
+    # whole process group is stopped, and what they leave is the temporary folder's to lose.
+    with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
@@ -181,9 +185,16 @@ async def chromium() -> AsyncIterator[Page]:
                     finally:
                         page._reader.cancel()
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Stop the browser and every process it started (renderers, crash handler)."""
+    group = process.pid  # started in a session of its own: the group's id is the browser's
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    process.wait()
