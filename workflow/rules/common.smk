@@ -105,19 +105,18 @@ try:
         DIRECTIONS, Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
     )
     # A metric of one's own that cannot be used stops the run here, before anything is written.
-    load_metrics(config["metrics"], config)
+    METRICS = load_metrics(config["metrics"], config)
 except ConfigError as error:
     raise WorkflowError(f"bouquet-eval: {error}") from None
 
 SECRETS = known_secrets(config)
 # Jobs run in other processes; they inherit the command line of the run for the manifest.
-os.environ.setdefault(
-    COMMAND_ENVIRONMENT_VARIABLE, json.dumps(redact_command(sys.argv, SECRETS))
-)
+COMMAND = redact_command(sys.argv, SECRETS)
+os.environ.setdefault(COMMAND_ENVIRONMENT_VARIABLE, json.dumps(COMMAND))
 if workflow.is_main_process:
     # Snakemake's banner and its log under .snakemake/log/ print sys.argv once the plan is
     # made; it has been parsed by now, and jobs are started from the parsed settings.
-    sys.argv[:] = redact_command(sys.argv, SECRETS)
+    sys.argv[:] = COMMAND
     for location in literal_secrets(config):
         print(
             f"bouquet-eval: warning: the configuration holds a literal value at '{location}'. "

@@ -1,6 +1,5 @@
 # Helpers and constants of the results rules (leaderboard.smk, submission.smk).
 from bouquet_eval.leaderboard import score_columns
-from bouquet_eval.metrics import load_metrics
 from bouquet_eval.report import figure_paths
 from bouquet_eval.verify import claim_fingerprint
 
@@ -10,7 +9,7 @@ from snakemake.io import report as report_item
 
 # The per-sentence score columns of the configured metrics (labels such as GlotLID's
 # predicted language left out): one figure each.
-SCORE_COLUMNS = score_columns(load_metrics(config["metrics"], config))
+SCORE_COLUMNS = score_columns(METRICS)
 REPORT_DIR = OUTPUT_DIR / "report"
 FIGURES = figure_paths(REPORT_DIR, list(MODELS), SCORE_COLUMNS)
 

@@ -92,9 +92,13 @@ COMPOSITE = "glotlid_x_metricx"
 """glotlid_score * (1 - sqrt(metricx / 25)): in [0, 1], 1 for the right language and no error."""
 
 
-REQUIRED_MEMBERS = ("name", "columns", "signature", "score")
-"""What every metric has (the `Metric` protocol); checked when a metric is loaded, so that a
-metric of one's own that lacks one fails while the run is planned, not after translating."""
+REQUIRED_MEMBERS = (
+    *Metric.__annotations__,
+    *(name for name, member in vars(Metric).items() if callable(member) and name[0] != "_"),
+)
+"""What every metric has: the `Metric` protocol's attributes and methods (name, columns,
+signature, score). Checked when a metric is loaded, so that a metric of one's own that lacks
+one fails while the run is planned, not after translating."""
 
 
 def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
