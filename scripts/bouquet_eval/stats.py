@@ -14,7 +14,7 @@ compared with itself p = 1 / (trials + 1), "significant"; here it gets p = 1.
 A direction's random draws depend only on the seed and its number of sentences, so results do
 not depend on which other directions are evaluated or in which order. Directions of one size
 share their draws, so pooled statistics resample sentence positions across directions jointly
-(README, "The draws").
+(docs/results.md, "The draws").
 """
 
 from __future__ import annotations
