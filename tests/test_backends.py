@@ -23,10 +23,9 @@ def test_api_docs_programmatic_example_then_scoring(
 ) -> None:
     """The example of docs/api.md, run as written, then its folder scored by the workflow."""
     page = (REPOSITORY / "docs" / "api.md").read_text(encoding="utf-8")
-    example = re.search(r"<!-- programmatic -->\n```python\n(.*?)```", page, re.DOTALL)
+    example = re.search(r"<!-- runnable: programmatic -->\n```python\n(.*?)```", page, re.DOTALL)
     assert example, "the programmatic example of docs/api.md is missing"
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BOUQUET_EVAL_HOME", str(REPOSITORY))
     exec(compile(example.group(1), "docs/api.md", "exec"), {})
     produced = sorted(p.name for p in (tmp_path / "runs" / "mine").glob("*.jsonl"))
     assert produced == ["eng_Latn-cmn_Hans.jsonl", "eng_Latn-fra_Latn.jsonl"]
