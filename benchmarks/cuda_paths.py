@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from bouquet_eval.metrics.metricx import MetricX  # noqa: E402
-from tests.test_hf_seq2seq import four_directions, make  # noqa: E402
+from tests.seq2seq_inputs import four_directions, make  # noqa: E402
 from tests.tiny_mt5 import build_tiny_mt5  # noqa: E402
 from tests.tiny_seq2seq import build_aya, build_madlad, build_nllb  # noqa: E402
 

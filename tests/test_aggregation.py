@@ -20,7 +20,7 @@ from bouquet_eval.score import score_rows
 from bouquet_eval.stats import Resampling
 
 from .conftest import SAMPLE, Workflow
-from .test_workflow import bounds_config
+from .workflow_configs import bounds_config
 
 RESAMPLING = Resampling(seed=11, bootstrap_resamples=200)
 CORPUS = {"chrfpp": CHRF(word_order=2), "bleu": BLEU(), "ter": TER()}

@@ -15,7 +15,7 @@ from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 
 from .conftest import REPOSITORY, SAMPLE, Workflow
-from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
+from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 
 def test_api_docs_programmatic_example_then_scoring(

@@ -12,7 +12,7 @@ import pytest
 from bouquet_eval.planning import is_dry_run
 
 from .conftest import Workflow
-from .test_workflow import bounds_config, recorded, recording_model
+from .workflow_configs import bounds_config, recorded, recording_model
 
 FRA = "eng_Latn-fra_Latn"
 DEU = "eng_Latn-deu_Latn"

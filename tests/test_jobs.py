@@ -16,7 +16,7 @@ from bouquet_eval.sharding import assign_shards
 
 from .conftest import Workflow
 from .synthetic import synthetic_directions, write_dataset
-from .test_workflow import SMALL_JOBS, recording_model
+from .workflow_configs import SMALL_JOBS, recording_model
 
 
 def loads(record: Path) -> int:

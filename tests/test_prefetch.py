@@ -13,8 +13,8 @@ from bouquet_eval.hub import PARTS, HubError, HubFiles, select_files
 from bouquet_eval.prefetch import hub_needs
 
 from .conftest import Workflow
+from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub
 from .hub_server import HubServer, files_of
-from .test_data import SENTENCE_LEVEL, bouquet_on_hub
 from .tiny_fasttext import build_tiny_model
 from .tiny_mt5 import build_tiny_mt5
 from .tiny_seq2seq import build_nllb

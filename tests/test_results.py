@@ -38,7 +38,7 @@ from bouquet_eval.verify import (
 from . import browser
 from .conftest import SAMPLE, Workflow
 from .mtme_reader import read_language_pair
-from .test_workflow import SMALL_JOBS
+from .workflow_configs import SMALL_JOBS
 
 SMALL = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
 DIRECTIONS = [("eng_Latn", "fra_Latn"), ("fra_Latn", "eng_Latn"), ("fra_Latn", "deu_Latn")]

@@ -29,8 +29,8 @@ from .slurm.cluster import (
     unavailable_reason,
     wait_for,
 )
-from .test_workflow import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama
+from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 
 PROFILES = ("--profile", str(REPOSITORY / "profiles" / "slurm"),
             "--profile", str(REPOSITORY / "tests" / "slurm" / "profile"))  # fmt: skip
