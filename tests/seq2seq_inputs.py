@@ -27,7 +27,11 @@ def texts(count: int, seed: int = 1) -> list[str]:
     return [pseudo_sentence(rng, rng.randint(1, 14)) for _ in range(count)]
 
 
-TRANSLATORS = {"nllb": NLLBTranslator, "madlad": MadladTranslator, "aya": AyaTranslator}
+TRANSLATORS: dict[str, type[Seq2SeqTranslator]] = {
+    "nllb": NLLBTranslator,
+    "madlad": MadladTranslator,
+    "aya": AyaTranslator,
+}
 
 
 def make(family: str, checkpoint: Path, **settings) -> Seq2SeqTranslator:

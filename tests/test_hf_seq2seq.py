@@ -390,7 +390,7 @@ def test_runner_loads_and_calls_the_translator(
     expected = [nllb_reference(checkpoints["nllb"], "zho_Hans", "est_Latn", x) for x in sources]
     tokenizer = reference_tokenizer(checkpoints["nllb"])
     assert written["mt_text"].tolist() == tokenizer.batch_decode(expected, skip_special_tokens=True)
-    assert translator.stats.prompts == 3
+    assert isinstance(translator, NLLBTranslator) and translator.stats.prompts == 3
 
 
 # --- many directions at once --------------------------------------------------------------

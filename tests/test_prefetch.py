@@ -222,8 +222,8 @@ def test_after_prefetch_a_run_needs_nothing_else(
         workflow.run("prefetch", env=hub.environment(cache, token="hf_reader"))
         fetched: dict[str, set[str]] = {}
         for download in hub.downloads():
-            kind, owner, name, path = download.split("/", 3)
-            fetched.setdefault(f"{kind}/{owner}/{name}", set()).add(path)
+            kind, owner, name, file = download.split("/", 3)
+            fetched.setdefault(f"{kind}/{owner}/{name}", set()).add(file)
         assert fetched == needed
         log = (workflow.workdir / "logs" / "prefetch.log").read_text()
         lid_commit = hub.repositories["models/cis-lmu/glotlid"].branches["main"]

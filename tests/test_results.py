@@ -274,7 +274,12 @@ def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     assert " ".join(manifest["entries"][-1]["command"]) in commands
     with tarfile.open(folder.parent / "copy-source.tar.gz") as archive:
-        members = {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}
+        members = {}
+        for member in archive:
+            if member.isfile():
+                extracted = archive.extractfile(member)
+                assert extracted is not None
+                members[member.name] = extracted.read()
     assert members == {f"copy-source/{n}": (folder / n).read_bytes() for n in names}
 
 
