@@ -51,6 +51,7 @@ demo: $(CORE)
 lint: $(FULL)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/snakemake --snakefile workflow/Snakefile --lint --cores 1
 

@@ -32,6 +32,7 @@ restarts itself to set that up). GlotLID's one-off model load is shown apart, an
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import itertools
 import os
@@ -139,8 +140,8 @@ def time_glotlid(model: Path, rows: pd.DataFrame, repeats: int) -> tuple[float, 
     loads, scores = [], []
     for _ in range(repeats):
         metric = load_metric("glotlid", {"model": str(model)})
-        loads.append(cpu_seconds(lambda metric=metric: metric.score(rows.iloc[:1])))
-        scores.append(cpu_seconds(lambda metric=metric: metric.score(rows)))
+        loads.append(cpu_seconds(functools.partial(metric.score, rows.iloc[:1])))
+        scores.append(cpu_seconds(functools.partial(metric.score, rows)))
         del metric  # one 1.1 GB model in memory at a time
     return statistics.median(loads), statistics.median(scores)
 

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path[:0] = ["scripts", "."]
 
@@ -19,12 +20,12 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from bouquet_eval.metrics.metricx import MetricX  # noqa: E402
-from tests.test_hf_seq2seq import four_directions, make  # noqa: E402
+from tests.seq2seq_inputs import four_directions, make  # noqa: E402
 from tests.tiny_mt5 import build_tiny_mt5  # noqa: E402
 from tests.tiny_seq2seq import build_aya, build_madlad, build_nllb  # noqa: E402
 
 device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
-report = {"device": device, "torch": torch.__version__}
+report: dict[str, Any] = {"device": device, "torch": torch.__version__}
 if device == "cuda":
     report["gpu"] = torch.cuda.get_device_name(0)
 root = Path(tempfile.mkdtemp())
@@ -48,7 +49,7 @@ for family, build in builders.items():
         "auto stream seconds": round(time.monotonic() - started, 3),
     }
 
-checkpoint = build_tiny_mt5(root / "metricx")
+metricx_checkpoint = build_tiny_mt5(root / "metricx")
 rows = pd.DataFrame(
     {
         "src_text": ["Bonjour le monde.", "Wie geht es dir?", "你好", ""],
@@ -56,12 +57,15 @@ rows = pd.DataFrame(
         "ref_text": ["Hello, world.", "How are you doing?", "Hi", "Nothing"],
     }
 )
-scores = {}
-for where, settings in (
+scores: dict[str, Any] = {}
+placements: list[tuple[str, dict[str, Any]]] = [
     ("cpu float32", {"device": "cpu", "dtype": "float32"}),
     ("gpu auto", {"device": "auto", "dtype": "auto"}),
-):
-    metric = MetricX(model=str(checkpoint.model), tokenizer=str(checkpoint.tokenizer), **settings)
+]
+for where, settings in placements:
+    metric = MetricX(
+        model=str(metricx_checkpoint.model), tokenizer=str(metricx_checkpoint.tokenizer), **settings
+    )
     scores[where] = metric.score(rows)["metricx"]
     report[f"metricx {where} signature"] = metric.signature()
 report["metricx scores"] = scores

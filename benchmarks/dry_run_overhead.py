@@ -114,6 +114,13 @@ def timed(command: list[str], cwd: Path) -> float:
     return time.perf_counter() - started
 
 
+def row(label: str, times: list[float]) -> tuple[str, float, float, float]:
+    """A line of the table: the workflow's time, the bare Snakefile's, the bare one's with our
+    directives."""
+    ours, bare, directives = times
+    return label, ours, bare, directives
+
+
 def fastest_times(commands: dict[Path, list[str]], repeats: int) -> list[float]:
     """Each command's fastest of `repeats` runs, the commands taking turns."""
     rounds = [[timed(command, cwd) for cwd, command in commands.items()] for _ in range(repeats)]
@@ -133,7 +140,7 @@ def main() -> None:
         root = Path(scratch)
         dataset = root / "dataset"
         write_dataset(dataset, directions)
-        results = []
+        results: list[tuple[str, float, float, float]] = []
         for shards in ("per-direction", arguments.shards):
             assigned = assign_shards(directions, shards)
             ours = root / f"ours-{shards}"
@@ -158,16 +165,12 @@ def main() -> None:
             jobs = 2 * len(assigned) + 2
             label = f"dry run, {jobs} jobs ({shards} shards)"
             dry_runs = {folder: [*command, "-n"] for folder, command in commands.items()}
-            results.append((label, *fastest_times(dry_runs, arguments.repeats)))
+            results.append(row(label, fastest_times(dry_runs, arguments.repeats)))
             if shards != "per-direction":
                 for folder, command in commands.items():
                     subprocess.run(command, cwd=folder, check=True, capture_output=True)
-                results.append(
-                    (
-                        f"no-op rerun, {jobs} jobs ({shards} shards)",
-                        *fastest_times(commands, arguments.repeats),
-                    )
-                )
+                label = f"no-op rerun, {jobs} jobs ({shards} shards)"
+                results.append(row(label, fastest_times(commands, arguments.repeats)))
 
     print(f"{len(directions)} directions, fastest of {arguments.repeats} runs each")
     print("bare: rules that only touch their outputs in shell:; bare+: the same with our")

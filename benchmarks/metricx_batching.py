@@ -64,7 +64,7 @@ class RandomMetricX(MetricX):
         self._score_id = min(MT5_SCORE_ID, model.config.vocab_size - 1)
 
 
-def random_mt5(shape: dict[str, int], device: str, dtype: str) -> Any:
+def random_mt5(shape: dict[str, Any], device: str, dtype: str) -> Any:
     import torch
     from transformers import MT5Config, MT5ForConditionalGeneration
 

@@ -10,7 +10,7 @@ translation and 5 s of scoring per 854-sentence direction):
 
     total = loads x load time + directions x work time
 
-Prints both totals and their ratio (the headline number for the README).
+Prints both totals and their ratio (the headline number of docs/architecture.md).
 
     .venv/bin/python benchmarks/model_loads.py [--directions 1062] [--shards 8] [--sample 100]
 """

@@ -35,7 +35,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
 from tests.tiny_seq2seq import build_nllb, pseudo_sentence  # noqa: E402
 
-NLLB = dict(
+NLLB: dict[str, Any] = dict(
     vocab_size=256206,
     max_position_embeddings=1024,
     scale_embedding=True,

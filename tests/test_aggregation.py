@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +16,18 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 
 from bouquet_eval.aggregate import direction_scores, write_aggregates
 from bouquet_eval.io import write_parquet
-from bouquet_eval.metrics import Metric, is_statistics_column, load_metrics, metric_columns
+from bouquet_eval.metrics import (
+    Metric,
+    corpus_metrics,
+    is_statistics_column,
+    load_metrics,
+    metric_columns,
+)
 from bouquet_eval.score import score_rows
 from bouquet_eval.stats import Resampling
 
 from .conftest import SAMPLE, Workflow
-from .test_workflow import bounds_config
+from .workflow_configs import bounds_config
 
 RESAMPLING = Resampling(seed=11, bootstrap_resamples=200)
 CORPUS = {"chrfpp": CHRF(word_order=2), "bleu": BLEU(), "ter": TER()}
@@ -32,12 +39,12 @@ class Noisy:
     """A metric of one's own whose scores are missing here and there."""
 
     name = "noisy"
-    columns = ("noisy",)
+    columns: tuple[str, ...] = ("noisy",)
 
     def signature(self) -> str:
         return "noisy"
 
-    def score(self, rows: pd.DataFrame) -> dict[str, list[float]]:
+    def score(self, rows: pd.DataFrame) -> dict[str, Sequence[float]]:
         rng = np.random.default_rng(len(rows))
         values = rng.uniform(0, 1, size=len(rows))
         values[rng.random(len(rows)) < 0.2] = np.nan
@@ -94,8 +101,8 @@ def aggregate(paths: list[Path], folder: Path) -> pd.DataFrame:
 def test_aggregates_sum_the_statistics_scoring_kept(scored_files: list[Path], tmp_path: Path):
     scores = aggregate(scored_files, tmp_path)
     rows = pd.concat([pd.read_parquet(path) for path in scored_files], ignore_index=True)
-    corpus_metrics = metrics()[:3]
-    in_memory = direction_scores(rows, metric_columns(metrics()), RESAMPLING, corpus_metrics)
+    corpus = corpus_metrics(metrics())
+    in_memory = direction_scores(rows, metric_columns(metrics()), RESAMPLING, corpus)
     pd.testing.assert_frame_equal(scores, in_memory, check_exact=True)
     means = ("chrfpp", "bleu", "ter", "noisy")
     assert list(scores.columns[3:]) == [

@@ -15,19 +15,18 @@ from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 
 from .conftest import REPOSITORY, SAMPLE, Workflow
-from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
+from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 
-def test_readme_programmatic_example_then_scoring(
+def test_api_docs_programmatic_example_then_scoring(
     workflow: Workflow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README's example, run as written, then its folder scored by the workflow."""
-    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"<!-- programmatic -->\n```python\n(.*?)```", readme, re.DOTALL)
-    assert example, "the README's programmatic example is missing"
+    """The example of docs/api.md, run as written, then its folder scored by the workflow."""
+    page = (REPOSITORY / "docs" / "api.md").read_text(encoding="utf-8")
+    example = re.search(r"<!-- runnable: programmatic -->\n```python\n(.*?)```", page, re.DOTALL)
+    assert example, "the programmatic example of docs/api.md is missing"
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BOUQUET_EVAL_HOME", str(REPOSITORY))
-    exec(compile(example.group(1), "README.md", "exec"), {})
+    exec(compile(example.group(1), "docs/api.md", "exec"), {})
     produced = sorted(p.name for p in (tmp_path / "runs" / "mine").glob("*.jsonl"))
     assert produced == ["eng_Latn-cmn_Hans.jsonl", "eng_Latn-fra_Latn.jsonl"]
 

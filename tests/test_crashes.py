@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .conftest import Workflow
-from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
+from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:8]]
 # Outputs whose bytes must not depend on interruptions (the manifest and timing hold times).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from bouquet_eval.planning import is_dry_run
 
 from .conftest import Workflow
-from .test_workflow import bounds_config, recorded, recording_model
+from .workflow_configs import bounds_config, recorded, recording_model
 
 FRA = "eng_Latn-fra_Latn"
 DEU = "eng_Latn-deu_Latn"
@@ -211,7 +212,7 @@ def test_translations_in_the_output_folder_are_checked(workflow: Workflow, datas
 
 def test_settings_decide_and_secrets_stay_out(workflow: Workflow, dataset: Path) -> None:
     secret, known = "s3cr3t-literal-value", "known-env-secret-42"
-    model = {
+    model: dict[str, Any] = {
         "name": "echo",
         "translator": "faults:EchoTranslator",
         "translator_kwargs": {

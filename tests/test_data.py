@@ -21,7 +21,8 @@ from bouquet_eval.data import (
 )
 
 from .conftest import REPOSITORY, SAMPLE, Workflow
-from .hub_server import HubServer, Repository, files_of
+from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub
+from .hub_server import HubServer
 
 
 def test_direction_parsing() -> None:
@@ -51,7 +52,7 @@ def test_bundled_sample_is_benchmark_shaped() -> None:
 def test_bundled_parquet_matches_its_source(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPOSITORY / "data" / "sample"))
     try:
-        import build
+        import build  # type: ignore[import-not-found]  # data/sample/build.py, put on the path above
     finally:
         sys.path.pop(0)
     rebuilt = build.build(REPOSITORY / "data" / "sample" / "sentences.yaml", tmp_path)
@@ -167,7 +168,6 @@ def test_stray_file_names_are_reported(dataset: Path) -> None:
         DatasetSource(dataset, {}).directions()
 
 
-SENTENCE_LEVEL = "benchmark_data/sentence_level"
 RESOLVE = """
 import hashlib, json, os, sys
 from bouquet_eval.config import ConfigError
@@ -188,19 +188,6 @@ for token, settings, fetch in json.loads(sys.argv[1]):
                     "digest": hashlib.sha256(frame.to_json().encode()).hexdigest()})
 print(json.dumps(results))
 """
-
-
-def bouquet_on_hub(hub: HubServer, dataset: Path) -> Repository:
-    """A gated facebook/bouquet laid out as on the Hub, with the sample as its test split."""
-    repository = hub.repository("facebook/bouquet", "dataset", gated=True)
-    repository.commit(
-        {
-            **files_of(dataset, f"{SENTENCE_LEVEL}/test/"),
-            f"{SENTENCE_LEVEL}/dev/eng_Latn-fra_Latn.parquet": b"not fetched for the test split",
-            "README.md": b"---\nextra_gated_prompt: accept the conditions\n---\n",
-        }
-    )
-    return repository
 
 
 def hub_dataset(revision: str, split: str = "test") -> dict:

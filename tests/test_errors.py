@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from .conftest import Workflow
-from .test_workflow import bounds_config, recording_model
+from .workflow_configs import bounds_config, recording_model
 
 
 def failure_text(workflow: Workflow) -> str:

@@ -3,7 +3,6 @@ one-sentence-at-a-time generation with inputs built by hand."""
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,6 @@ from bouquet_eval.translators.hf_seq2seq import (
     AyaTranslator,
     MadladTranslator,
     NLLBTranslator,
-    Seq2SeqTranslator,
     UnsupportedLanguageError,
     aya_supports,
     length_sorted_batches,
@@ -34,9 +32,9 @@ from bouquet_eval.translators.hf_seq2seq import (
     nllb_prompt,
 )
 
-from .tiny_seq2seq import build_aya, build_madlad, build_nllb, pseudo_sentence
+from .seq2seq_inputs import MAX_NEW_TOKENS, four_directions, make, texts
+from .tiny_seq2seq import build_aya, build_madlad, build_nllb
 
-MAX_NEW_TOKENS = 6
 MODULE = "bouquet_eval.translators.hf_seq2seq"
 
 
@@ -68,12 +66,6 @@ def tokenizer_only(checkpoints: dict[str, Path], tmp_path: Path):
         return tmp_path / family
 
     return copy
-
-
-def texts(count: int, seed: int = 1) -> list[str]:
-    """Sentences of very different lengths, in no particular order."""
-    rng = random.Random(seed)
-    return [pseudo_sentence(rng, rng.randint(1, 14)) for _ in range(count)]
 
 
 @cache
@@ -154,14 +146,6 @@ def cases(family: str, checkpoint: Path, num_beams: int = 1) -> tuple[list[str],
         return prompts, [trimmed(row, 0) for row in expected]
     prompts = [build_prompt("eng_Latn", "fra_Latn", x) for x in sentences]
     return prompts, [trimmed(aya_reference(checkpoint, p, num_beams), 0) for p in prompts]
-
-
-TRANSLATORS = {"nllb": NLLBTranslator, "madlad": MadladTranslator, "aya": AyaTranslator}
-
-
-def make(family: str, checkpoint: Path, **settings) -> Seq2SeqTranslator:
-    defaults = dict(device="cpu", batch_size=3, max_new_tokens=MAX_NEW_TOKENS)
-    return TRANSLATORS[family](model=str(checkpoint), **{**defaults, **settings})
 
 
 # --- language codes -------------------------------------------------------------------------
@@ -406,33 +390,10 @@ def test_runner_loads_and_calls_the_translator(
     expected = [nllb_reference(checkpoints["nllb"], "zho_Hans", "est_Latn", x) for x in sources]
     tokenizer = reference_tokenizer(checkpoints["nllb"])
     assert written["mt_text"].tolist() == tokenizer.batch_decode(expected, skip_special_tokens=True)
-    assert translator.stats.prompts == 3
+    assert isinstance(translator, NLLBTranslator) and translator.stats.prompts == 3
 
 
 # --- many directions at once --------------------------------------------------------------
-
-
-def four_directions(family: str) -> list[list[str]]:
-    """Four directions of four sentences; NLLB's go into two languages, two each."""
-    sentences = texts(16, seed=7)
-    if family == "nllb":
-        pairs = [("eng_Latn", "fra_Latn"), ("deu_Latn", "cmn_Hant"), ("ekk_Latn", "fra_Latn")]
-        pairs.append(("fra_Latn", "cmn_Hant"))
-        prompt = nllb_prompt
-    elif family == "madlad":
-        pairs = [
-            ("eng_Latn", target) for target in ("fra_Latn", "cmn_Hant", "ekk_Latn", "deu_Latn")
-        ]
-        prompt = madlad_prompt
-    else:
-        pairs = [
-            ("eng_Latn", target) for target in ("fra_Latn", "cmn_Hant", "ekk_Latn", "deu_Latn")
-        ]
-        prompt = build_prompt
-    return [
-        [prompt(src, tgt, text) for text in sentences[4 * n : 4 * n + 4]]
-        for n, (src, tgt) in enumerate(pairs)
-    ]
 
 
 @pytest.mark.parametrize("window_batches", [64, 1])

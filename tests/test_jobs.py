@@ -16,7 +16,7 @@ from bouquet_eval.sharding import assign_shards
 
 from .conftest import Workflow
 from .synthetic import synthetic_directions, write_dataset
-from .test_workflow import SMALL_JOBS, recording_model
+from .workflow_configs import SMALL_JOBS, recording_model
 
 
 def loads(record: Path) -> int:
@@ -91,10 +91,10 @@ def test_concurrent_gpu_jobs_get_distinct_devices(workflow: Workflow, dataset: P
         }
     )
     workflow.run("--resources", "gpu=2", env={"BOUQUET_EVAL_GPUS": "0,1"})
-    uses = []
+    uses: list[tuple[str, float, int]] = []
     for line in Path(f"{record}.devices").read_text().splitlines():
-        _, device, moment, pid, _ = line.split()
-        uses.append((device, float(moment), int(pid)))
+        _, device, at, process, _ = line.split()
+        uses.append((device, float(at), int(process)))
     assert len(uses) == 8
     assert {device for device, _, _ in uses} == {"0", "1"}
     # Jobs running at the same time (each holds its device for its ~1 s load) differ.
@@ -124,7 +124,7 @@ def device_zero_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     holder.start()
     assert started.wait(10)
     yield holder
-    if holder.is_alive():
+    if holder.is_alive() and holder.pid is not None:
         os.kill(holder.pid, signal.SIGKILL)
     holder.join(10)
 

@@ -12,9 +12,9 @@ from bouquet_eval.metrics.glotlid import GlotLID
 from bouquet_eval.metrics.metricx import MetricX
 
 from .conftest import SAMPLE, Workflow
-from .test_workflow import bounds_config
 from .tiny_fasttext import build_tiny_model
 from .tiny_mt5 import build_tiny_mt5
+from .workflow_configs import bounds_config
 
 DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-cmn_Hans", "eng_Latn-arb_Arab", "hin_Deva-eng_Latn"]
 

@@ -160,7 +160,8 @@ def test_input_is_cut_to_the_limit(checkpoint: TinyCheckpoint) -> None:
     def logit(ids: list[int]) -> float:
         with torch.no_grad():
             output = model(
-                input_ids=torch.tensor([ids]), decoder_input_ids=torch.zeros((1, 1), dtype=int)
+                input_ids=torch.tensor([ids]),
+                decoder_input_ids=torch.zeros((1, 1), dtype=torch.long),
             )
         return output.logits[0, 0, score_id(tokenizer)].item()
 

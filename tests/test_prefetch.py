@@ -13,8 +13,8 @@ from bouquet_eval.hub import PARTS, HubError, HubFiles, select_files
 from bouquet_eval.prefetch import hub_needs
 
 from .conftest import Workflow
+from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub
 from .hub_server import HubServer, files_of
-from .test_data import SENTENCE_LEVEL, bouquet_on_hub
 from .tiny_fasttext import build_tiny_model
 from .tiny_mt5 import build_tiny_mt5
 from .tiny_seq2seq import build_nllb
@@ -222,8 +222,8 @@ def test_after_prefetch_a_run_needs_nothing_else(
         workflow.run("prefetch", env=hub.environment(cache, token="hf_reader"))
         fetched: dict[str, set[str]] = {}
         for download in hub.downloads():
-            kind, owner, name, path = download.split("/", 3)
-            fetched.setdefault(f"{kind}/{owner}/{name}", set()).add(path)
+            kind, owner, name, file = download.split("/", 3)
+            fetched.setdefault(f"{kind}/{owner}/{name}", set()).add(file)
         assert fetched == needed
         log = (workflow.workdir / "logs" / "prefetch.log").read_text()
         lid_commit = hub.repositories["models/cis-lmu/glotlid"].branches["main"]

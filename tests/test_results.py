@@ -38,7 +38,7 @@ from bouquet_eval.verify import (
 from . import browser
 from .conftest import SAMPLE, Workflow
 from .mtme_reader import read_language_pair
-from .test_workflow import SMALL_JOBS
+from .workflow_configs import SMALL_JOBS
 
 SMALL = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
 DIRECTIONS = [("eng_Latn", "fra_Latn"), ("fra_Latn", "eng_Latn"), ("fra_Latn", "deu_Latn")]
@@ -274,7 +274,12 @@ def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     assert " ".join(manifest["entries"][-1]["command"]) in commands
     with tarfile.open(folder.parent / "copy-source.tar.gz") as archive:
-        members = {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}
+        members = {}
+        for member in archive:
+            if member.isfile():
+                extracted = archive.extractfile(member)
+                assert extracted is not None
+                members[member.name] = extracted.read()
     assert members == {f"copy-source/{n}": (folder / n).read_bytes() for n in names}
 
 

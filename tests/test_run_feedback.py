@@ -12,7 +12,7 @@ from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.progress import run_progress
 
 from .conftest import SNAKEFILE, Workflow
-from .test_workflow import bounds_config, recorded, recording_model
+from .workflow_configs import bounds_config, recorded, recording_model
 
 ENGLISH_OUT = [
     "eng_Latn-arb_Arab",

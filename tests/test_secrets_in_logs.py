@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from .conftest import Workflow, python_path
-from .test_workflow import bounds_config
+from .workflow_configs import bounds_config
 
 DEU = "eng_Latn-deu_Latn"
 

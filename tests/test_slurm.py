@@ -29,8 +29,8 @@ from .slurm.cluster import (
     unavailable_reason,
     wait_for,
 )
-from .test_workflow import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama
+from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS, recording_model
 
 PROFILES = ("--profile", str(REPOSITORY / "profiles" / "slurm"),
             "--profile", str(REPOSITORY / "tests" / "slurm" / "profile"))  # fmt: skip
@@ -72,7 +72,9 @@ def sbatch_calls(log: str) -> dict[str, str]:
     """Rule -> the sbatch command line it was submitted with (from a --verbose run's log)."""
     calls = {}
     for call in re.findall(r"sbatch call: (sbatch .*)", log):
-        comment = re.search(r"--comment (\S+)", call).group(1).strip("'")
+        comment_option = re.search(r"--comment (\S+)", call)
+        assert comment_option, call
+        comment = comment_option.group(1).strip("'")
         calls[comment.removeprefix("rule_").split("_wildcards_")[0]] = call
     return calls
 
@@ -184,7 +186,7 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
     warning = "load environment modules (metrics-env), which happens only with --sdm"
     assert warning in run.stdout + run.stderr
     plan = run.stdout
-    resources = {}
+    resources: dict[str, dict[str, str]] = {}
     for rule, line in re.findall(r"rule (\w+):\n(?:    .*\n)*?    resources: (.*)", plan):
         resources.setdefault(rule, dict(item.split("=", 1) for item in line.split(", ")))
     plain, big = resources["translate_plain_shard0of1"], resources["translate_big_shard0of1"]

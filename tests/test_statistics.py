@@ -16,7 +16,7 @@ from bouquet_eval.aggregate import (
     summary,
 )
 from bouquet_eval.compare import compare_models
-from bouquet_eval.metrics import load_metric
+from bouquet_eval.metrics import CorpusMetric, load_metric
 from bouquet_eval.score import score_rows
 from bouquet_eval.stats import (
     Resampling,
@@ -88,11 +88,11 @@ def test_paired_tests_follow_sacrebleu_but_count_ties() -> None:
     for row in SMALL.bootstrap_weights(60):
         chosen = draws(row)
         differences.append(abs(system[chosen].mean() - baseline[chosen].mean()))
-    differences = np.array(differences)
-    expected = at_least_as_extreme(differences - differences.mean(), real)
+    spread = np.array(differences)
+    expected = at_least_as_extreme(spread - spread.mean(), real)
     assert paired_bootstrap_p(samples) == pytest.approx(expected)
     # Without ties among continuous scores, the same as sacreBLEU's strict count.
-    assert expected == _compute_p_value(differences - differences.mean(), real)
+    assert expected == _compute_p_value(spread - spread.mean(), real)
 
     # Approximate randomization: swap the two outputs of the chosen sentences.
     statistics = []
@@ -192,6 +192,7 @@ def scored_rows(model_offset: float, seed: int) -> pd.DataFrame:
 def test_direction_scores_and_summary() -> None:
     rows = scored_rows(0, seed=4)
     chrf = load_metric("chrf")
+    assert isinstance(chrf, CorpusMetric)
     rows = score_rows(rows.drop(columns=["chrfpp"]), [chrf]).assign(chrfpp=rows["chrfpp"])
     scores = direction_scores(rows, ["chrfpp", "glotlid_pred"], SMALL, [chrf])
     assert list(scores.columns) == [

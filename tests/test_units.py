@@ -179,17 +179,17 @@ def test_direction_scores_skip_missing_values(tmp_path: Path) -> None:
     assert json.loads(manifest.read_text()) == {"entries": [{"run": 1}, {"run": 2}]}
 
 
-def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's "Running one step by hand" example, executed as written."""
+def test_api_docs_by_hand_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "Running one step by hand" example of docs/api.md, executed as written."""
     import re
-    import shutil
 
     from .conftest import REPOSITORY
 
-    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"<!-- by-hand -->\n```python\n(.*?)```", readme, flags=re.DOTALL)
-    shutil.copytree(REPOSITORY / "data" / "sample" / "parquet", tmp_path / "data/sample/parquet")
+    page = (REPOSITORY / "docs" / "api.md").read_text(encoding="utf-8")
+    (example,) = re.findall(
+        r"<!-- runnable: by-hand -->\n```python\n(.*?)```", page, flags=re.DOTALL
+    )
     monkeypatch.chdir(tmp_path)
-    exec(compile(example, "README.md", "exec"), {})
+    exec(compile(example, "docs/api.md", "exec"), {})
     scored = sorted(p.name for p in (tmp_path / "runs" / "by-hand").glob("*.scored.parquet"))
     assert scored and all(name.startswith("eng_Latn-") for name in scored)

@@ -170,6 +170,7 @@ def test_sdk_chat_gives_the_offline_engine_text(server: Server, offline: Offline
             choice = reply.choices[0]
             assert choice.message.content == expected
             assert choice.finish_reason == "length"
+            assert reply.usage is not None
             assert reply.usage.completion_tokens == MAX_TOKENS
             prompt_tokens += reply.usage.prompt_tokens
     finally:

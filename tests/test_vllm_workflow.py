@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from .conftest import SAMPLE, Workflow
-from .test_workflow import SMALL_JOBS
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama, require_vllm
+from .workflow_configs import SMALL_JOBS
 
 pytestmark = pytest.mark.vllm
 require_vllm()

@@ -12,45 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import CHRF
 
-from bouquet_eval.data import Direction
 from bouquet_eval.sharding import assign_shards
 
-from .conftest import SAMPLE, Workflow
-
-SAMPLE_DIRECTIONS = sorted(Direction.parse(path.stem) for path in SAMPLE.glob("*.parquet"))
-
-
-SMALL_JOBS = {
-    "translate": {"mem_mb": 500, "runtime": 5, "cpus": 1},
-    "score": {"mem_mb": 500, "runtime": 5, "cpus": 1},
-}
-
-
-def bounds_config(dataset: Path, **overrides) -> dict:
-    return {
-        "dataset": {"path": str(dataset)},
-        "output_dir": "runs",
-        "shards": 3,
-        "resources": SMALL_JOBS,
-        "models": [
-            {"name": "copy-source", "translator": "copy-source"},
-            {"name": "reference", "translator": "reference"},
-        ],
-        **overrides,
-    }
-
-
-def recording_model(name: str, record: Path, **kwargs) -> dict:
-    return {
-        "name": name,
-        "translator": "recording:RecordingTranslator",
-        "translator_kwargs": {"record": str(record), **kwargs},
-        "prompt_fn": "recording:tagged_prompt",
-    }
-
-
-def recorded(record: Path) -> list[str]:
-    return record.read_text(encoding="utf-8").split() if record.exists() else []
+from .conftest import Workflow
+from .workflow_configs import (
+    SAMPLE_DIRECTIONS,
+    bounds_config,
+    recorded,
+    recording_model,
+)
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:

@@ -18,7 +18,6 @@ import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,7 +30,7 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
-SIZE = dict(
+SIZE: dict[str, Any] = dict(
     hidden_size=64,
     intermediate_size=128,
     num_hidden_layers=2,
@@ -150,8 +149,9 @@ def vllm_in_this_process() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def require_vllm() -> ModuleType:
-    """vllm, or else a skip of the test module that asks, saying what to install."""
+def require_vllm() -> Any:
+    """The vllm module (untyped), or else a skip of the test module that asks, saying what to
+    install."""
     try:
         import vllm
     except ImportError as error:

@@ -102,12 +102,13 @@ def write_t5_sentencepiece(
         num_threads=1,
         minloglevel=2,
     )
-    proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())
+    # Protobuf makes the message classes of a generated module at import: no stub names them.
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())  # type: ignore[attr-defined]
     for index in reversed(range(sentinel_pieces)):
         proto.pieces.add(
             piece=f"▁<extra_id_{index}>",
             score=0.0,
-            type=sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED,
+            type=sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED,  # type: ignore[attr-defined]
         )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "spiece.model").write_bytes(proto.SerializeToString())
@@ -115,7 +116,7 @@ def write_t5_sentencepiece(
     (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
 
 
-def build_model(directory: Path, tokenizer: Any, size: dict[str, int], tied: bool) -> None:
+def build_model(directory: Path, tokenizer: Any, size: dict[str, Any], tied: bool) -> None:
     import torch
     from transformers import MT5Config, MT5ForConditionalGeneration
 
@@ -167,7 +168,7 @@ def build_tiny_mt5(
     directory: Path,
     *,
     seed: int = 0,
-    size: dict[str, int] | None = None,
+    size: dict[str, Any] | None = None,
     tied: bool = False,
     pieces: int = 150,
 ) -> TinyCheckpoint:

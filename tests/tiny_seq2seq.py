@@ -66,7 +66,8 @@ def build_nllb(directory: Path, seed: int = 0) -> Path:
     trained = json.loads(bpe.to_str())["model"]
     tokenizer = NllbTokenizer(
         vocab=trained["vocab"],
-        merges=[tuple(merge) for merge in trained["merges"]],
+        # transformers takes merge pairs, though its annotation names only strings.
+        merges=[tuple(merge) for merge in trained["merges"]],  # type: ignore[misc]
         extra_special_tokens=list(NLLB_LANGUAGES),
     )
     tokenizer.save_pretrained(directory)

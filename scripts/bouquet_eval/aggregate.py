@@ -372,7 +372,7 @@ def manifest_entry(
 
     command = os.environ.get(COMMAND_ENVIRONMENT_VARIABLE)
     return {
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "bouquet_eval_version": package_version(),
         "snakemake_version": version("snakemake"),
         "python_version": platform.python_version(),

@@ -17,7 +17,7 @@ class ConfigError(ValueError):
     """A configuration value is missing, malformed or inconsistent."""
 
 
-def _fill_defaults(validator_class: type) -> type:
+def _fill_defaults(validator_class: type[Any]) -> type[Any]:
     """Extend a validator so that `properties` also inserts each property's `default`, and
     gives a property whose schema allows numbers but not integers a float where the
     configuration wrote an integer: `temperature: 0` is the default `0.0`, not a new setting.

@@ -40,7 +40,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """Write `path` through `write(temporary)`, whose return value is ignored."""
     with atomic_path(path) as temporary:
         write(temporary)
 

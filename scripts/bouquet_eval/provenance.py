@@ -284,7 +284,7 @@ def _value_end(text: str, start: int) -> int:
         depth, position = 0, start
         while position < len(text):
             if text[position] in "'\"":
-                position = _VALUE.match(text, position).end()
+                position = _value_at(text, position).end()
                 continue
             if text[position] in _CLOSING:
                 depth += 1
@@ -294,8 +294,13 @@ def _value_end(text: str, start: int) -> int:
                     return position + 1
             position += 1
         return len(text)
+    return start + len(_value_at(text, start).group().rstrip())
+
+
+def _value_at(text: str, start: int) -> re.Match[str]:
     value = _VALUE.match(text, start)
-    return start + len(value.group().rstrip())
+    assert value is not None, "_VALUE's last alternative matches the empty string"
+    return value
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,7 @@ class ResumableOutput:
         return True
 
     def publish(
-        self, write: Callable[[Path], None], environment: Mapping[str, Any] | None = None
+        self, write: Callable[[Path], object], environment: Mapping[str, Any] | None = None
     ) -> None:
         """Write the output through `write(path)`: into the cache first, then in place.
 
@@ -460,7 +465,7 @@ class ResumableOutput:
         Only the job that owns an output writes it, and Snakemake lets one run at a time work
         in a directory, so every such file of this output is a leftover.
         """
-        found = []
+        found: list[Path] = []
         for folder in (self.path.parent, self.sidecar.parent, self.cached.parent):
             found += folder.glob(f".{self.path.name}.*.tmp")
             found += folder.glob(f".{self.sidecar.name}.*.tmp")

@@ -135,7 +135,7 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     return figure
 
 
-def text_colour(background: tuple[float, float, float, float]) -> str:
+def text_colour(background: tuple[float, float, float, float] | np.ndarray) -> str:
     """Black on a light cell (the bright end of viridis), white on a dark one."""
     red, green, blue, _ = background
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"

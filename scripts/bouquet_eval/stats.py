@@ -14,7 +14,7 @@ compared with itself p = 1 / (trials + 1), "significant"; here it gets p = 1.
 A direction's random draws depend only on the seed and its number of sentences, so results do
 not depend on which other directions are evaluated or in which order. Directions of one size
 share their draws, so pooled statistics resample sentence positions across directions jointly
-(README, "The draws").
+(docs/results.md, "The draws").
 """
 
 from __future__ import annotations
@@ -23,8 +23,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeAlias
 
 import numpy as np
+
+Scores: TypeAlias = Sequence[float] | np.ndarray
+"""A direction's sentence scores, as a list or a numpy vector."""
 
 DEFAULT_SEED = 12345
 DEFAULT_RESAMPLES = 1000
@@ -73,7 +77,7 @@ def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
     return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
 
 
-def bootstrap_mean_matrix(vectors: Sequence[Sequence[float]], resampling: Resampling) -> np.ndarray:
+def bootstrap_mean_matrix(vectors: Sequence[Scores], resampling: Resampling) -> np.ndarray:
     """Row i: the mean of each bootstrap resample of vectors[i], NaN left out.
 
     A row is NaN where a vector has no finite value. Vectors with the same number of finite
@@ -101,14 +105,14 @@ def percentile_intervals(resampled: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return ordered[:, lower], ordered[:, resampled.shape[1] - lower - 1]
 
 
-def bootstrap_interval(values: Sequence[float], resampling: Resampling) -> tuple[float, float]:
+def bootstrap_interval(values: Scores, resampling: Resampling) -> tuple[float, float]:
     """95% bootstrap interval of the mean; missing values (NaN) are left out."""
     low, high = percentile_intervals(bootstrap_mean_matrix([values], resampling))
     return float(low[0]), float(high[0])
 
 
 def macro_bootstrap_interval(
-    per_direction: Sequence[Sequence[float]], resampling: Resampling
+    per_direction: Sequence[Scores], resampling: Resampling
 ) -> tuple[float, float]:
     """95% interval of the macro mean over directions (the mean of the direction means).
 
@@ -152,9 +156,7 @@ class PairedSamples:
         return self.system_mean - self.baseline_mean
 
 
-def paired_samples(
-    baseline: Sequence[float], system: Sequence[float], resampling: Resampling
-) -> PairedSamples:
+def paired_samples(baseline: Scores, system: Scores, resampling: Resampling) -> PairedSamples:
     """Resample one direction's paired per-sentence scores (sentences missing in either drop)."""
     a, b = _scored_in_both(baseline, system)
     size = a.size
@@ -170,7 +172,7 @@ def paired_samples(
 
 
 def paired_samples_of(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], resampling: Resampling
+    pairs: Sequence[tuple[Scores, Scores]], resampling: Resampling
 ) -> list[PairedSamples]:
     """`paired_samples` of every (baseline, system) pair, in the order given.
 
@@ -184,9 +186,7 @@ def paired_samples_of(
     return [computed[index] for index in range(len(usable))]
 
 
-def _scored_in_both(
-    baseline: Sequence[float], system: Sequence[float]
-) -> tuple[np.ndarray, np.ndarray]:
+def _scored_in_both(baseline: Scores, system: Scores) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(baseline, dtype=np.float64)
     b = np.asarray(system, dtype=np.float64)
     keep = np.isfinite(a) & np.isfinite(b)

@@ -13,7 +13,7 @@ its share of the job's translation time, and the seconds of all directions add u
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from bouquet_eval.translators import BatchError, BatchTranslator, RowTranslator, Translator
@@ -62,7 +62,7 @@ def translation_stream(
     prompt_fn: PromptFn,
     rows: Iterable[pd.DataFrame],
     flight: Flight,
-) -> Iterator[tuple[int, object]]:
+) -> Generator[tuple[int, object], None, None]:
     """`(position, what the translator returned)` for each direction's sentences in `rows`,
     as each finishes. `rows` is read only as the translator takes directions.
 

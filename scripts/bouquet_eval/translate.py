@@ -363,7 +363,7 @@ def checked_translations(
                 f"output {index} of the translator holds {text[error.start]!r} at character "
                 f"{error.start}, a lone surrogate that UTF-8 cannot encode"
             ) from None
-    return translations
+    return cast(list[str], translations)  # every item was checked to be a str above
 
 
 def usage_counters(translator: Any) -> dict[str, float]:

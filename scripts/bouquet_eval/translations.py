@@ -39,7 +39,8 @@ def read_translations(
     import pandas as pd
 
     expected = rows.to_dict(orient="records")
-    lines = []
+    lines: list[dict[str, Any]] = []
+    lines_beyond = 0
     with open(path, encoding="utf-8") as handle:
         for number, text in enumerate(handle, start=1):
             if number > len(expected):
@@ -47,12 +48,13 @@ def read_translations(
                     break
                 # Blank lines after the last sentence (an editor's final newline) are no lines.
                 if text.strip():
-                    lines.append(None)
+                    lines_beyond += 1
                 continue
             lines.append(_check_line(path, number, text, expected[number - 1], direction))
-    if len(lines) != len(expected):
+    counted = len(lines) + lines_beyond
+    if counted != len(expected):
         raise ValueError(
-            f"{path}: {len(lines)} line(s), but the dataset has {len(expected)} sentence(s) for "
+            f"{path}: {counted} line(s), but the dataset has {len(expected)} sentence(s) for "
             f"{direction}: one line per sentence, in the dataset's order"
         )
     frame = pd.DataFrame(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -15,10 +15,9 @@ def package_version() -> str:
     when the workflow runs as a module of another one without being installed (or while
     another copy is installed); else the installed distribution's."""
     if PYPROJECT.is_file():
-        # The first `version = "..."` line is [project]'s (tomllib needs Python 3.11).
-        declared = re.search(r'^version\s*=\s*"([^"]+)"', PYPROJECT.read_text(), re.MULTILINE)
-        if declared:
-            return declared.group(1)
+        declared = tomllib.loads(PYPROJECT.read_text()).get("project", {}).get("version")
+        if isinstance(declared, str):
+            return declared
     try:
         return version("bouquet-eval")
     except PackageNotFoundError:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def fault_on() -> bool:
     flag = os.environ.get("FAULT_FLAG")
-    return bool(flag) and Path(flag).exists()
+    return flag is not None and flag != "" and Path(flag).exists()
 
 
 class FlakyMetric:

@@ -11,11 +11,26 @@ appear in the signature (`eff:yes` and `eff:no`).
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from sacrebleu.metrics import BLEU as SacreBLEU
 
 from bouquet_eval.metrics.sacrebleu_metric import SacreBLEUMetric
 
-SETTINGS = {"tokenize": "13a", "lowercase": False, "smooth_method": "exp", "max_ngram_order": 4}
+
+class _Settings(TypedDict):
+    tokenize: str
+    lowercase: bool
+    smooth_method: str
+    max_ngram_order: int
+
+
+SETTINGS: _Settings = {
+    "tokenize": "13a",
+    "lowercase": False,
+    "smooth_method": "exp",
+    "max_ngram_order": 4,
+}
 
 
 class BLEU(SacreBLEUMetric):

@@ -202,9 +202,14 @@ def _one_line(text: str) -> str:
 
 
 class _Classifier(Protocol):
-    labels: Sequence[str]
-    index: Mapping[str, int]
-    """Position of each label in `labels`."""
+    # Read-only, so that a classifier may hold them as a list and a dict.
+    @property
+    def labels(self) -> Sequence[str]: ...
+
+    @property
+    def index(self) -> Mapping[str, int]:
+        """Position of each label in `labels`."""
+        ...
 
     def classify(self, texts: Sequence[str], expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each text, its top label's position and the probability of `expected` there.

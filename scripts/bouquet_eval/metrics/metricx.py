@@ -233,7 +233,8 @@ class MetricX:
             self.model_name, dtype=getattr(torch, dtype)
         )
         check_untied(model, self.model_name)
-        self._model = model.to(device).eval()
+        # transformers types `to` through a decorator that drops the bound model.
+        self._model = model.to(device).eval()  # type: ignore[arg-type]
 
 
 def check_untied(model: Any, name: str) -> None:

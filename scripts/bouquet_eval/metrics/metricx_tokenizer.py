@@ -104,7 +104,8 @@ def build_tokenizer(files: TokenizerFiles, max_length: int) -> Tokenizer:
     from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
     from tokenizers.processors import TemplateProcessing
 
-    proto = sentencepiece_model_pb2.ModelProto.FromString(files.spiece)
+    # Protobuf makes the message classes of a generated module at import: no stub names them.
+    proto = sentencepiece_model_pb2.ModelProto.FromString(files.spiece)  # type: ignore[attr-defined]
     extra_ids = extra_id_tokens(files)
     vocabulary = [(piece.piece, piece.score) for piece in proto.pieces]
     vocabulary += [(token, 0.0) for token in extra_ids]

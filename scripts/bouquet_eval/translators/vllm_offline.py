@@ -34,7 +34,7 @@ import logging
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -164,7 +164,9 @@ class VLLMTranslator:
             return translations
         return []
 
-    def translate_batches(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    def translate_batches(
+        self, batches: Iterable[list[str]]
+    ) -> Generator[tuple[int, list[str]], None, None]:
         """See `bouquet_eval.translators.BatchTranslator`: one engine, kept full across batches.
 
         Closing the iterator early aborts the requests still in the engine.
