@@ -120,8 +120,6 @@ def model_entry(args: Any, name: str) -> dict[str, Any] | None:
         entry = _chat_backend(args, name)
     else:
         return None
-    if _given(args, "prompt_kwargs") is not None and "prompt_fn" not in entry:
-        raise ConfigError("--prompt-kwargs: give --prompt-fn, the factory they are passed to")
     return entry
 
 
@@ -131,6 +129,8 @@ def _prompt_settings(args: Any, own_prompt_fn: str | None = None) -> dict[str, A
     if prompt_fn and prompt_fn != own_prompt_fn:
         settings["prompt_fn"] = prompt_fn
     if _given(args, "prompt_kwargs") is not None:
+        if not prompt_fn:
+            raise ConfigError("--prompt-kwargs: give --prompt-fn, the factory they are passed to")
         settings["prompt_kwargs"] = json_object("--prompt-kwargs", args.prompt_kwargs)
         settings["prompt_fn"] = prompt_fn
     return settings

@@ -290,10 +290,15 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
 
 
 def _failure_lines(log: Path, shown: int = 12) -> list[str]:
-    """What the log says went wrong: the workflow's own messages and Snakemake's errors."""
-    lines = log.read_text("utf-8", errors="replace").splitlines()
-    wanted = [line for line in lines if line.startswith(("bouquet-eval:", "Error", "    "))]
-    return [line for line in wanted if "rror" in line or line.startswith("bouquet-eval:")][-shown:]
+    """What the log says went wrong: the workflow's messages, each failed job's one-line
+    reason and Snakemake's "Error in rule" lines (the job's log follows them in the log)."""
+    found = []
+    for line in log.read_text("utf-8", errors="replace").splitlines():
+        if " ERROR bouquet_eval: " in line:
+            found.append("bouquet-eval: " + line.split(" ERROR bouquet_eval: ", 1)[1])
+        elif line.startswith(("Error in rule", "bouquet-eval:")) and " selected (" not in line:
+            found.append(line)
+    return found[-shown:]
 
 
 def scores_line(model: str, summary: Path) -> str:
