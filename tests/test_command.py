@@ -17,8 +17,9 @@ import yaml
 from bouquet_eval import cli
 from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder
 from bouquet_eval.command_run import snakemake_arguments
-from bouquet_eval.config import validate_config
+from bouquet_eval.config import ConfigError, validate_config
 from bouquet_eval.data import Direction
+from bouquet_eval.sharding import assign_shards, take_part
 
 from .conftest import REPOSITORY, SAMPLE, Workflow
 from .synthetic import synthetic_directions, write_dataset
@@ -386,3 +387,15 @@ def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow)
     assert len(lines) < 200 and max(map(len, lines)) < 2000, len(lines)
     own = [line for line in result.stderr.splitlines() if "workflow specific profile" not in line]
     assert own[0] == "bouquet-eval: 1062 directions, 3 models selected (2,124 sentences per model)"
+
+
+def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:
+    directions = synthetic_directions(23)
+    parts = [take_part(reversed(directions), f"{index}/4") for index in range(4)]
+    assert sorted(d for part in parts for d in part) == sorted(directions)
+    assert [len(part) for part in parts] == [6, 6, 6, 5]
+    named = [name for part in range(4) for name in assign_shards(parts[part], 1, f"{part}/4")]
+    assert named == [f"part{index}of4_shard0of1" for index in range(4)]
+    for wrong in ("4/4", "1", "a/b", "-1/3"):
+        with pytest.raises(ConfigError, match="expected I/N"):
+            take_part(directions, wrong)

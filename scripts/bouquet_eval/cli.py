@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from bouquet_eval.command_config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
-from bouquet_eval.translators.backends import BACKENDS
+from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
 WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run")
 
@@ -63,12 +63,13 @@ class _Group:
 
 def _selection_flags(parser: _Parser, command: str) -> None:
     group = parser.group("direction selection (any combination; the last command's when none)")
-    group.flag("--all", action="store_true", help="every direction of the dataset")
+    group.flag("--all", action="store_true", help="every direction of the dataset", default="off")
     group.flag(
         "--src-lang",
         action="append",
         metavar="LANG",
         help="keep directions out of LANG (repeatable)",
+        default="every language",
         key="directions.src_langs",
     )
     group.flag(
@@ -76,6 +77,7 @@ def _selection_flags(parser: _Parser, command: str) -> None:
         action="append",
         metavar="LANG",
         help="keep directions into LANG (repeatable)",
+        default="every language",
         key="directions.tgt_langs",
     )
     group.flag(
@@ -83,6 +85,7 @@ def _selection_flags(parser: _Parser, command: str) -> None:
         action="append",
         metavar="SRC-TGT,...",
         help="an explicit list, comma-separated (repeatable)",
+        default="every direction",
         key="directions.list",
     )
     group.flag(
@@ -114,23 +117,33 @@ def _translation_flags(parser: _Parser) -> None:
         key="models[0].translator",
     )
     group.flag(
-        "--model", metavar="NAME", help="the model to load or ask for", key="models[0].model"
+        "--model",
+        metavar="NAME",
+        help="the model to load or ask for",
+        default="none",
+        key="models[0].model",
     )
     explained: dict[str, tuple[str, dict[str, Any]]] = {
         "--system-prompt": ("a system message before each prompt", {"metavar": "TEXT"}),
-        "--temperature": ("sampling temperature (0: greedy)", {"type": float}),
-        "--seed": ("sampling seed", {"type": int}),
-        "--tensor-parallel-size": ("GPUs one copy of the model spans", {"type": int}),
-        "--dtype": ("weights' type", {"choices": ("auto", "float32", "bfloat16", "float16")}),
-        "--max-model-len": ("context length (none: the model's)", {"type": int}),
-        "--gpu-memory-utilization": ("share of GPU memory vLLM may take", {"type": float}),
+        "--temperature": ("sampling temperature (0: greedy)", {"type": float, "metavar": "T"}),
+        "--seed": ("sampling seed", {"type": int, "metavar": "N"}),
+        "--tensor-parallel-size": (
+            "GPUs one copy of the model spans",
+            {"type": int, "metavar": "N"},
+        ),
+        "--dtype": ("weights' type", {"choices": DTYPES}),
+        "--max-model-len": ("context length (none: the model's)", {"type": int, "metavar": "N"}),
+        "--gpu-memory-utilization": (
+            "share of GPU memory vLLM may take",
+            {"type": float, "metavar": "F"},
+        ),
         "--deterministic": (
             "run-to-run reproducibility on the same hardware, at some speed",
             {"action": "store_true"},
         ),
         "--base-url": ("the endpoint (none: $OPENAI_BASE_URL, else OpenAI's)", {"metavar": "URL"}),
         "--api-key-env": ("the variable that holds the API key", {"metavar": "VARIABLE"}),
-        "--concurrency": ("requests in flight at once", {"type": int}),
+        "--concurrency": ("requests in flight at once", {"type": int, "metavar": "N"}),
     }
     for option in BACKEND_FLAGS:
         text, kwargs = explained[option.flag]
@@ -148,6 +161,7 @@ def _translation_flags(parser: _Parser) -> None:
         help="a class or factory of your own, called with --translator-kwargs; "
         "bouquet_eval.translators.hf_seq2seq:{NLLB,Madlad,Aya}Translator are the built-in "
         "nllb, madlad and aya (--backend and --model are then ignored)",
+        default="none",
         key="models[0].translator",
     )
     group.flag(
@@ -169,6 +183,7 @@ def _translation_flags(parser: _Parser) -> None:
         "--prompt-kwargs",
         metavar="JSON",
         help="a JSON object passed to the --prompt-fn factory",
+        default="none: --prompt-fn is the function itself",
         key="models[0].prompt_kwargs",
     )
 
@@ -231,10 +246,15 @@ def _workflow_flags(parser: _Parser) -> None:
         metavar="DIR",
         help="the model's folder: DIR/<src>-<tgt>.jsonl, DIR/scores.csv, DIR/manifest.json, "
         "...; its name names the model",
+        default="required",
         key="output_dir (its parent) and models[0].name (its name)",
     )
     group.flag(
-        "-n", "--dry-run", action="store_true", help="print the configuration and the plan only"
+        "-n",
+        "--dry-run",
+        action="store_true",
+        help="print the configuration and the plan only",
+        default="off",
     )
     group.flag(
         "--profile",
@@ -244,9 +264,17 @@ def _workflow_flags(parser: _Parser) -> None:
         default="the workflow's own (workflow/profiles/default)",
     )
     group.flag("--cores", metavar="N", help="cores to use", default="all")
-    group.flag("--jobs", metavar="N", help="jobs at once (cluster profiles: jobs submitted)")
     group.flag(
-        "--keep-going", action="store_true", help="go on with independent jobs after a failure"
+        "--jobs",
+        metavar="N",
+        help="jobs at once (with a cluster profile: jobs submitted at once)",
+        default="as many as --cores allows",
+    )
+    group.flag(
+        "--keep-going",
+        action="store_true",
+        help="go on with independent jobs after a failure",
+        default="off",
     )
 
 
