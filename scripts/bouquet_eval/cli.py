@@ -12,10 +12,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from bouquet_eval.command_config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
+from bouquet_eval.command_run import REPOSITORY, run_command
+from bouquet_eval.config import load_yaml
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
 WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run")
@@ -32,6 +34,16 @@ tests read it)."""
 
 def _setting_default(backend: str, setting: str) -> Any:
     return BACKENDS[backend].settings[setting].default
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    return load_yaml(REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _schema_default(section: str, key: str) -> Any:
+    """The workflow's default of `section.key`, from its configuration schema."""
+    return _schema()["properties"][section]["properties"][key]["default"]
 
 
 class _Parser:
@@ -201,14 +213,14 @@ def _scoring_flags(parser: _Parser) -> None:
         "--metricx-model",
         metavar="NAME",
         help="MetricX-24 checkpoint (hub id or folder)",
-        default="google/metricx-24-hybrid-xl-v2p6",
+        default=_schema_default("metricx", "model"),
         key="metricx.model",
     )
     group.flag(
         "--metricx-device",
         metavar="DEVICE",
         help="auto, cpu, cuda or cuda:N",
-        default="auto",
+        default=_schema_default("metricx", "device"),
         key="metricx.device",
     )
     group.flag(
@@ -233,7 +245,7 @@ def _dataset_flags(parser: _Parser) -> None:
         "--dataset-revision",
         metavar="REV",
         help="the dataset's git revision (pin a commit)",
-        default="main",
+        default=_schema_default("dataset", "revision"),
         key="dataset.revision",
     )
 
@@ -307,8 +319,6 @@ SUBCOMMAND_HELP = {
 
 
 def run_workflow_command(command: str, argv: Sequence[str]) -> int:
-    from bouquet_eval.command_run import run_command
-
     own, snakemake_args = _split(argv)
     arguments = build_parser(command).parse_args(own)
     return run_command(command, arguments, snakemake_args, argv)
