@@ -190,9 +190,13 @@ def test_the_docs_map_every_flag_to_its_key() -> None:
 # Real runs: `python -m bouquet_eval` in a subprocess, as `bouquet-eval` runs.
 
 
-def command(cwd: Path, *arguments: str, check: bool = False) -> subprocess.CompletedProcess:
+def command(
+    cwd: Path, *arguments: str, check: bool = False, script: bool = False
+) -> subprocess.CompletedProcess:
+    """`python -m bouquet_eval`; with `script`, without the working directory on sys.path, as
+    the `bouquet-eval` console script runs."""
     result = subprocess.run(
-        [sys.executable, "-m", "bouquet_eval", *arguments],
+        [sys.executable, *(["-P"] if script else []), "-m", "bouquet_eval", *arguments],
         cwd=cwd,
         env=Workflow.environment(),
         capture_output=True,
@@ -399,3 +403,27 @@ def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:
     for wrong in ("4/4", "1", "a/b", "-1/3"):
         with pytest.raises(ConfigError, match="expected I/N"):
             take_part(directions, wrong)
+
+
+def test_a_translator_beside_the_command_and_the_time_left(tmp_path: Path, dataset: Path) -> None:
+    """A module in the directory the command starts from is found, as `python -m` finds it; a
+    slow translation shows the time left."""
+    (tmp_path / "slow_translators.py").write_text(
+        "import time\n\n\n"
+        "class Slow:\n"
+        "    def translate(self, prompts):\n"
+        "        time.sleep(2.5)\n"
+        "        return [prompt.upper() for prompt in prompts]\n",
+        encoding="utf-8",
+    )
+    result = command(
+        tmp_path, "translate", "--translator", "slow_translators:Slow",
+        "--src-lang", "eng_Latn", "--tgt-lang", "deu_Latn", "--tgt-lang", "fra_Latn",
+        "--tgt-lang", "spa_Latn", "--tgt-lang", "rus_Cyrl", "--limit", "1",
+        "--dataset-path", str(dataset), "--output-dir", "runs/slow", "--cores", "1",
+        check=True, script=True,
+    )  # fmt: skip
+    assert len(list((tmp_path / "runs" / "slow").glob("*.jsonl"))) == 4
+    estimates = [line for line in result.stdout.splitlines() if " left)" in line]
+    assert estimates and all(line.startswith("bouquet-eval: translate ") for line in estimates)
+    assert "translate 4/4 directions" in result.stdout and "score" not in result.stdout

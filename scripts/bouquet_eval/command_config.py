@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from bouquet_eval.config import ConfigError, load_yaml
+from bouquet_eval.io import atomic_path
 from bouquet_eval.sharding import parse_part
 from bouquet_eval.translators.backends import BACKENDS
 
@@ -85,16 +86,14 @@ def save(config: Mapping[str, Any], folder: Path) -> Path:
     processes started together write the same file."""
     whole = copy.deepcopy(dict(config))
     whole.get("directions", {}).pop("shard", None)
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / SAVED_CONFIG
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(
-        "# Written by bouquet-eval; reproduce the run with Snakemake:\n"
-        f"#   snakemake -s <repository>/workflow/Snakefile -d {folder} --configfile {path}\n"
-        + yaml.safe_dump(whole, sort_keys=False, allow_unicode=True),
-        encoding="utf-8",
-    )
-    partial.replace(path)
+    with atomic_path(path) as partial:
+        partial.write_text(
+            "# Written by bouquet-eval; reproduce the run with Snakemake:\n"
+            f"#   snakemake -s <repository>/workflow/Snakefile -d {folder} --configfile {path}\n"
+            + yaml.safe_dump(whole, sort_keys=False, allow_unicode=True),
+            encoding="utf-8",
+        )
     return path
 
 
