@@ -27,13 +27,10 @@ _SELECTS = ("translate", "score", "run")
 _TRANSLATES = ("translate", "run")
 _SCORES = ("score", "run")
 
-FLAG_KEYS: dict[str, str] = {}
-"""Every flag that sets the configuration -> the configuration key it sets (documentation and
-tests read it)."""
-
 
 def _setting_default(backend: str, setting: str) -> Any:
-    return BACKENDS[backend].settings[setting].default
+    default = BACKENDS[backend].settings[setting].default
+    return "none" if default is None else default
 
 
 @cache
@@ -46,248 +43,146 @@ def _schema_default(section: str, key: str) -> Any:
     return _schema()["properties"][section]["properties"][key]["default"]
 
 
-class _Parser:
-    """Adds flags to a subcommand's parser, each with its default and configuration key."""
+@dataclass(frozen=True)
+class Flag:
+    """A flag: its names, what it does, its default as shown, the configuration key it sets
+    (None: a Snakemake option) and argparse's keywords."""
 
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.parser = parser
+    names: tuple[str, ...]
+    help: str
+    default: Any
+    key: str | None
+    options: dict[str, Any]
+    only: tuple[str, ...] = WORKFLOW_SUBCOMMANDS
+    """The subcommands that take it (of those that take its group)."""
 
-    def group(self, title: str) -> _Group:
-        return _Group(self.parser.add_argument_group(title))
-
-
-@dataclass
-class _Group:
-    group: argparse._ArgumentGroup
-
-    def flag(
-        self, *flags: str, help: str, default: Any = None, key: str | None = None, **kwargs: Any
-    ) -> None:
-        notes = []
-        if default is not None:
-            notes.append(f"default: {default}")
-        if key is not None:
-            notes.append(f"configuration: {key}")
-            FLAG_KEYS[flags[0]] = key
-        suffix = f" ({'; '.join(notes)})" if notes else ""
-        self.group.add_argument(*flags, help=f"{help}{suffix}", **kwargs)
-
-
-def _selection_flags(parser: _Parser, command: str) -> None:
-    group = parser.group("direction selection (any combination; the last command's when none)")
-    group.flag("--all", action="store_true", help="every direction of the dataset", default="off")
-    group.flag(
-        "--src-lang",
-        action="append",
-        metavar="LANG",
-        help="keep directions out of LANG (repeatable)",
-        default="every language",
-        key="directions.src_langs",
-    )
-    group.flag(
-        "--tgt-lang",
-        action="append",
-        metavar="LANG",
-        help="keep directions into LANG (repeatable)",
-        default="every language",
-        key="directions.tgt_langs",
-    )
-    group.flag(
-        "--directions",
-        action="append",
-        metavar="SRC-TGT,...",
-        help="an explicit list, comma-separated (repeatable)",
-        default="every direction",
-        key="directions.list",
-    )
-    group.flag(
-        "--shard",
-        metavar="I/N",
-        help="handle only directions [I::N] of the sorted selection; start N processes with "
-        "0/N .. N-1/N on one --output-dir, then `bouquet-eval aggregate`",
-        default="none",
-        key="directions.shard (not saved)",
-    )
-    if command in _TRANSLATES:
-        group.flag(
-            "--limit",
-            type=int,
-            metavar="N",
-            help="only the first N sentences of each direction",
-            default="all",
-            key="limit",
+    def add_to(self, group: argparse._ArgumentGroup) -> None:
+        key = f"; configuration: {self.key}" if self.key else ""
+        group.add_argument(
+            *self.names, help=f"{self.help} (default: {self.default}{key})", **self.options
         )
 
 
-def _translation_flags(parser: _Parser) -> None:
-    group = parser.group("translation (--translator, or --backend and --model)")
-    group.flag(
-        "--backend",
-        choices=CHAT_BACKENDS,
-        help="vLLM's offline engine, or an OpenAI-compatible endpoint",
-        default="vllm",
-        key="models[0].translator",
-    )
-    group.flag(
-        "--model",
-        metavar="NAME",
-        help="the model to load or ask for",
-        default="none",
-        key="models[0].model",
-    )
-    explained: dict[str, tuple[str, dict[str, Any]]] = {
-        "--system-prompt": ("a system message before each prompt", {"metavar": "TEXT"}),
-        "--temperature": ("sampling temperature (0: greedy)", {"type": float, "metavar": "T"}),
-        "--seed": ("sampling seed", {"type": int, "metavar": "N"}),
-        "--tensor-parallel-size": (
-            "GPUs one copy of the model spans",
-            {"type": int, "metavar": "N"},
-        ),
-        "--dtype": ("weights' type", {"choices": DTYPES}),
-        "--max-model-len": ("context length (none: the model's)", {"type": int, "metavar": "N"}),
-        "--gpu-memory-utilization": (
-            "share of GPU memory vLLM may take",
-            {"type": float, "metavar": "F"},
-        ),
-        "--deterministic": (
-            "run-to-run reproducibility on the same hardware, at some speed",
-            {"action": "store_true"},
-        ),
-        "--base-url": ("the endpoint (none: $OPENAI_BASE_URL, else OpenAI's)", {"metavar": "URL"}),
-        "--api-key-env": ("the variable that holds the API key", {"metavar": "VARIABLE"}),
-        "--concurrency": ("requests in flight at once", {"type": int, "metavar": "N"}),
-    }
-    for option in BACKEND_FLAGS:
-        text, kwargs = explained[option.flag]
-        default = _setting_default(option.backends[0], option.setting)
-        group.flag(
-            option.flag,
-            help=f"{text}; --backend {' or '.join(option.backends)}",
-            default="none" if default is None else default,
-            key=f"models[0].{option.setting}",
-            **kwargs,
-        )
-    group.flag(
-        "--translator",
-        metavar="PKG.MOD:NAME",
-        help="a class or factory of your own, called with --translator-kwargs; "
-        "bouquet_eval.translators.hf_seq2seq:{NLLB,Madlad,Aya}Translator are the built-in "
-        "nllb, madlad and aya (--backend and --model are then ignored)",
-        default="none",
-        key="models[0].translator",
-    )
-    group.flag(
-        "--translator-kwargs",
-        metavar="JSON",
-        help="a JSON object of the translator's arguments",
-        default="{}",
-        key="models[0].translator_kwargs, or the built-in's settings",
-    )
-    group.flag(
-        "--prompt-fn",
-        metavar="PKG.MOD:NAME",
-        help="a function (src_lang, tgt_lang, src_text) -> prompt, or with --prompt-kwargs a "
-        "factory returning one",
-        default="the zero-shot template",
-        key="models[0].prompt_fn",
-    )
-    group.flag(
-        "--prompt-kwargs",
-        metavar="JSON",
-        help="a JSON object passed to the --prompt-fn factory",
-        default="none: --prompt-fn is the function itself",
-        key="models[0].prompt_kwargs",
-    )
+def _flag(
+    *names: str,
+    help: str,
+    default: Any,
+    key: str | None = None,
+    only: tuple[str, ...] = WORKFLOW_SUBCOMMANDS,
+    **options: Any,
+) -> Flag:
+    return Flag(names, help, default, key, options, only)
 
 
-def _scoring_flags(parser: _Parser) -> None:
-    group = parser.group("scoring")
-    group.flag(
-        "--metrics",
-        metavar="LIST",
-        help="comma-separated: chrf, metricx, glotlid, bleu, ter or pkg.mod:Name",
-        default=",".join(DEFAULT_METRICS),
-        key="metrics",
-    )
-    group.flag(
-        "--metricx-model",
-        metavar="NAME",
-        help="MetricX-24 checkpoint (hub id or folder)",
-        default=_schema_default("metricx", "model"),
-        key="metricx.model",
-    )
-    group.flag(
-        "--metricx-device",
-        metavar="DEVICE",
-        help="auto, cpu, cuda or cuda:N",
-        default=_schema_default("metricx", "device"),
-        key="metricx.device",
-    )
-    group.flag(
-        "--metricx-qe",
-        action="store_true",
-        help="reference-free MetricX (quality estimation)",
-        default="false",
-        key="metricx.qe",
-    )
+_SWITCH: dict[str, Any] = {"action": "store_true"}
 
+_SELECTION = (
+    _flag("--all", help="every direction of the dataset", default="off", **_SWITCH),
+    _flag("--src-lang", help="keep directions out of LANG (repeatable)", default="every language",
+          key="directions.src_langs", action="append", metavar="LANG"),
+    _flag("--tgt-lang", help="keep directions into LANG (repeatable)", default="every language",
+          key="directions.tgt_langs", action="append", metavar="LANG"),
+    _flag("--directions", help="an explicit list, comma-separated (repeatable)",
+          default="every direction", key="directions.list", action="append",
+          metavar="SRC-TGT,..."),
+    _flag("--shard", help="handle only directions [I::N] of the sorted selection; start N "
+          "processes with 0/N .. N-1/N on one --output-dir, then `bouquet-eval aggregate`",
+          default="none", key="directions.shard (not saved)", metavar="I/N"),
+    _flag("--limit", help="only the first N sentences of each direction", default="all",
+          key="limit", only=_TRANSLATES, type=int, metavar="N"),
+)  # fmt: skip
 
-def _dataset_flags(parser: _Parser) -> None:
-    group = parser.group("dataset")
-    group.flag(
-        "--dataset-path",
-        metavar="DIR",
-        help="a local folder of <src>-<tgt>.parquet files instead of the hub",
-        default="none",
-        key="dataset.path",
-    )
-    group.flag(
-        "--dataset-revision",
-        metavar="REV",
-        help="the dataset's git revision (pin a commit)",
-        default=_schema_default("dataset", "revision"),
-        key="dataset.revision",
-    )
+_BACKEND_FLAG_HELP: dict[str, tuple[str, dict[str, Any]]] = {
+    "--system-prompt": ("a system message before each prompt", {"metavar": "TEXT"}),
+    "--temperature": ("sampling temperature (0: greedy)", {"type": float, "metavar": "T"}),
+    "--seed": ("sampling seed", {"type": int, "metavar": "N"}),
+    "--tensor-parallel-size": ("GPUs one copy of the model spans", {"type": int, "metavar": "N"}),
+    "--dtype": ("weights' type", {"choices": DTYPES}),
+    "--max-model-len": ("context length (none: the model's)", {"type": int, "metavar": "N"}),
+    "--gpu-memory-utilization": (
+        "share of GPU memory vLLM may take",
+        {"type": float, "metavar": "F"},
+    ),
+    "--deterministic": ("run-to-run reproducibility on the same hardware, at some speed", _SWITCH),
+    "--base-url": ("the endpoint (none: $OPENAI_BASE_URL, else OpenAI's)", {"metavar": "URL"}),
+    "--api-key-env": ("the variable that holds the API key", {"metavar": "VARIABLE"}),
+    "--concurrency": ("requests in flight at once", {"type": int, "metavar": "N"}),
+}
 
+_TRANSLATION = (
+    _flag("--backend", help="vLLM's offline engine, or an OpenAI-compatible endpoint",
+          default="vllm", key="models[0].translator", choices=CHAT_BACKENDS),
+    _flag("--model", help="the model to load or ask for", default="none",
+          key="models[0].model", metavar="NAME"),
+    *(
+        _flag(option.flag,
+              help=f"{_BACKEND_FLAG_HELP[option.flag][0]}; --backend "
+              f"{' or '.join(option.backends)}",
+              default=_setting_default(option.backends[0], option.setting),
+              key=f"models[0].{option.setting}", **_BACKEND_FLAG_HELP[option.flag][1])
+        for option in BACKEND_FLAGS
+    ),
+    _flag("--translator", help="a class or factory of your own, called with "
+          "--translator-kwargs; bouquet_eval.translators.hf_seq2seq:{NLLB,Madlad,Aya}Translator "
+          "are the built-in nllb, madlad and aya (--backend and --model are then ignored)",
+          default="none", key="models[0].translator", metavar="PKG.MOD:NAME"),
+    _flag("--translator-kwargs", help="a JSON object of the translator's arguments",
+          default="{}", key="models[0].translator_kwargs, or the built-in's settings",
+          metavar="JSON"),
+    _flag("--prompt-fn", help="a function (src_lang, tgt_lang, src_text) -> prompt, or with "
+          "--prompt-kwargs a factory returning one", default="the zero-shot template",
+          key="models[0].prompt_fn", metavar="PKG.MOD:NAME"),
+    _flag("--prompt-kwargs", help="a JSON object passed to the --prompt-fn factory",
+          default="none: --prompt-fn is the function itself", key="models[0].prompt_kwargs",
+          metavar="JSON"),
+)  # fmt: skip
 
-def _workflow_flags(parser: _Parser) -> None:
-    group = parser.group("workflow (what follows `--` goes to Snakemake unchanged)")
-    group.flag(
-        "--output-dir",
-        required=True,
-        metavar="DIR",
-        help="the model's folder: DIR/<src>-<tgt>.jsonl, DIR/scores.csv, DIR/manifest.json, "
-        "...; its name names the model",
-        default="required",
-        key="output_dir (its parent) and models[0].name (its name)",
-    )
-    group.flag(
-        "-n",
-        "--dry-run",
-        action="store_true",
-        help="print the configuration and the plan only",
-        default="off",
-    )
-    group.flag(
-        "--profile",
-        metavar="NAME",
-        help="a Snakemake profile: a folder, or the name of one in the repository's profiles/ "
-        "(e.g. slurm)",
-        default="the workflow's own (workflow/profiles/default)",
-    )
-    group.flag("--cores", metavar="N", help="cores to use", default="all")
-    group.flag(
-        "--jobs",
-        metavar="N",
-        help="jobs at once (with a cluster profile: jobs submitted at once)",
-        default="as many as --cores allows",
-    )
-    group.flag(
-        "--keep-going",
-        action="store_true",
-        help="go on with independent jobs after a failure",
-        default="off",
-    )
+_SCORING = (
+    _flag("--metrics", help="comma-separated: chrf, metricx, glotlid, bleu, ter or pkg.mod:Name",
+          default=",".join(DEFAULT_METRICS), key="metrics", metavar="LIST"),
+    _flag("--metricx-model", help="MetricX-24 checkpoint (hub id or folder)",
+          default=_schema_default("metricx", "model"), key="metricx.model", metavar="NAME"),
+    _flag("--metricx-device", help="auto, cpu, cuda or cuda:N",
+          default=_schema_default("metricx", "device"), key="metricx.device", metavar="DEVICE"),
+    _flag("--metricx-qe", help="reference-free MetricX (quality estimation)",
+          default=_schema_default("metricx", "qe"), key="metricx.qe", **_SWITCH),
+)  # fmt: skip
+
+_DATASET = (
+    _flag("--dataset-path", help="a local folder of <src>-<tgt>.parquet files instead of the hub",
+          default="none", key="dataset.path", metavar="DIR"),
+    _flag("--dataset-revision", help="the dataset's git revision (pin a commit)",
+          default=_schema_default("dataset", "revision"), key="dataset.revision", metavar="REV"),
+)  # fmt: skip
+
+_WORKFLOW = (
+    _flag("--output-dir", help="the model's folder: DIR/<src>-<tgt>.jsonl, DIR/scores.csv, "
+          "DIR/manifest.json, ...; its name names the model", default="required",
+          key="output_dir (its parent) and models[0].name (its name)", required=True,
+          metavar="DIR"),
+    _flag("-n", "--dry-run", help="print the configuration and the plan only", default="off",
+          **_SWITCH),
+    _flag("--profile", help="a Snakemake profile: a folder, or the name of one in the "
+          "repository's profiles/ (e.g. slurm)",
+          default="the workflow's own, workflow/profiles/default", metavar="NAME"),
+    _flag("--cores", help="cores to use", default="all", metavar="N"),
+    _flag("--jobs", help="jobs at once (with a cluster profile: jobs submitted at once)",
+          default="as many as --cores allows", metavar="N"),
+    _flag("--keep-going", help="go on with independent jobs after a failure", default="off",
+          **_SWITCH),
+)  # fmt: skip
+
+GROUPS: tuple[tuple[str, tuple[str, ...], tuple[Flag, ...]], ...] = (
+    ("direction selection (any combination; the last command's when none)", _SELECTS, _SELECTION),
+    ("translation (--translator, or --backend and --model)", _TRANSLATES, _TRANSLATION),
+    ("scoring", _SCORES, _SCORING),
+    ("dataset", _SELECTS, _DATASET),
+    ("workflow (what follows `--` goes to Snakemake unchanged)", WORKFLOW_SUBCOMMANDS, _WORKFLOW),
+)
+"""Each group of flags: its title, the subcommands that take it, its flags."""
+
+FLAG_KEYS = {flag.names[0]: flag.key for _, _, flags in GROUPS for flag in flags if flag.key}
+"""Every flag that sets the configuration -> the configuration key it sets."""
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
@@ -297,16 +192,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         epilog="Every flag is a key of the workflow configuration (config/README.md); the "
         "configuration is saved as DIR/bouquet-eval.yaml, and flags left out come from it.",
     )
-    flags = _Parser(parser)
-    if command in _SELECTS:
-        _selection_flags(flags, command)
-    if command in _TRANSLATES:
-        _translation_flags(flags)
-    if command in _SCORES:
-        _scoring_flags(flags)
-    if command in _SELECTS:
-        _dataset_flags(flags)
-    _workflow_flags(flags)
+    for title, commands, flags in GROUPS:
+        if command in commands:
+            group = parser.add_argument_group(title)
+            for flag in flags:
+                if command in flag.only:
+                    flag.add_to(group)
     return parser
 
 
