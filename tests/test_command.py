@@ -425,3 +425,17 @@ def test_a_translator_beside_the_command_and_the_time_left(tmp_path: Path, datas
     estimates = [line for line in result.stdout.splitlines() if " left)" in line]
     assert estimates and all(line.startswith("bouquet-eval: translate ") for line in estimates)
     assert "translate 4/4 directions" in result.stdout and "score" not in result.stdout
+
+
+def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dataset: Path) -> None:
+    result = command(
+        tmp_path, "run", "--model", "m", "--src-lang", "xyz_Latn", "--metrics", "chrf",
+        "--dataset-path", str(dataset), "--output-dir", "runs/bad",
+    )  # fmt: skip
+    assert result.returncode == 1 and not result.stdout
+    error, where = result.stderr.splitlines()
+    assert error == (
+        "bouquet-eval: src_filter (directions.src_langs): unknown language code(s) ['xyz_Latn']"
+    )
+    log = Path(where.removeprefix("bouquet-eval: run failed; Snakemake's full log: "))
+    assert "WorkflowError" in log.read_text()
