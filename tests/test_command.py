@@ -21,6 +21,7 @@ from bouquet_eval.config import ConfigError, validate_config
 from bouquet_eval.data import Direction
 from bouquet_eval.sharding import assign_shards, take_part
 
+from .chat_server import ChatServer
 from .conftest import REPOSITORY, SAMPLE, Workflow
 from .synthetic import synthetic_directions, write_dataset
 
@@ -189,14 +190,18 @@ def test_the_docs_map_every_flag_to_its_key() -> None:
 
 
 def command(
-    cwd: Path, *arguments: str, check: bool = False, script: bool = False
+    cwd: Path,
+    *arguments: str,
+    check: bool = False,
+    script: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     """`python -m bouquet_eval`; with `script`, without the working directory on sys.path, as
     the `bouquet-eval` console script runs."""
     result = subprocess.run(
         [sys.executable, *(["-P"] if script else []), "-m", "bouquet_eval", *arguments],
         cwd=cwd,
-        env=Workflow.environment(),
+        env=Workflow.environment(env),
         capture_output=True,
         text=True,
     )
@@ -439,3 +444,27 @@ def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dat
     )
     log = Path(where.removeprefix("bouquet-eval: run failed; Snakemake's full log: "))
     assert "WorkflowError" in log.read_text()
+
+
+def test_translate_through_an_openai_compatible_endpoint(tmp_path: Path, dataset: Path) -> None:
+    """The original quick start, against a local server that speaks the protocol."""
+    with ChatServer() as server:
+        command(
+            tmp_path, "translate", "--backend", "openai", "--model", "gpt-4o-mini",
+            "--base-url", server.url, "--api-key-env", "MY_KEY", "--concurrency", "2",
+            "--system-prompt", "Be exact.", "--temperature", "0.2", "--seed", "5",
+            "--src-lang", "eng_Latn", "--tgt-lang", "fra_Latn", "--limit", "2",
+            "--dataset-path", str(dataset), "--output-dir", "runs/gpt-4o-mini/",
+            check=True, env={"MY_KEY": "key-123"},
+        )  # fmt: skip
+        requests = server.chat_requests
+    assert len(requests) == 2
+    for request in requests:
+        assert request.body["model"] == "gpt-4o-mini" and request.body["seed"] == 5
+        assert request.body["temperature"] == 0.2
+        assert request.body["messages"][0] == {"role": "system", "content": "Be exact."}
+        assert request.headers["authorization"] == "Bearer key-123"
+    translations = pd.read_json(
+        tmp_path / "runs" / "gpt-4o-mini" / "eng_Latn-fra_Latn.jsonl", lines=True
+    )
+    assert len(translations) == 2
