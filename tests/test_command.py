@@ -468,3 +468,9 @@ def test_translate_through_an_openai_compatible_endpoint(tmp_path: Path, dataset
         tmp_path / "runs" / "gpt-4o-mini" / "eng_Latn-fra_Latn.jsonl", lines=True
     )
     assert len(translations) == 2
+
+
+def test_a_folder_name_that_cannot_name_a_model_is_refused(tmp_path: Path) -> None:
+    result = command(tmp_path, "run", *VLLM, "--output-dir", "runs/my model")
+    assert result.returncode == 1
+    assert result.stderr.startswith("bouquet-eval: --output-dir 'runs/my model': the folder's")

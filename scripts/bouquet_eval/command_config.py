@@ -24,7 +24,7 @@ import yaml
 from bouquet_eval.config import ConfigError, load_yaml
 from bouquet_eval.io import atomic_path
 from bouquet_eval.sharding import parse_part
-from bouquet_eval.translators.backends import BACKENDS
+from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 
 SAVED_CONFIG = "bouquet-eval.yaml"
 """The configuration of the last command, in the model's folder."""
@@ -34,7 +34,8 @@ DEFAULT_METRICS = ("chrf", "metricx", "glotlid")
 
 CHAT_BACKENDS = ("vllm", "openai")
 
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_PATTERN = re.compile(ENTRY_PROPERTIES["name"]["pattern"])
+"""What a model's name may be (the folder's name names it)."""
 
 
 @dataclass(frozen=True)
