@@ -24,7 +24,7 @@ def test_defaults_are_filled() -> None:
         "revision": "main",
         "path": None,
     }
-    assert config["directions"] == {"src_langs": [], "tgt_langs": [], "list": []}
+    assert config["directions"] == {"src_langs": [], "tgt_langs": [], "list": [], "shard": None}
     assert config["limit"] is None
     assert config["output_dir"] == "runs"
     assert config["shards"] == 4

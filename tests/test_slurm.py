@@ -179,7 +179,8 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
             ],
         }
     )
-    run = workflow.run("--dry-run", "--printshellcmds")
+    # Jobs are shown one by one once --quiet no longer names `rules` (the profile's quiet).
+    run = workflow.run("--dry-run", "--printshellcmds", "--quiet", "progress")
     # From a scratch directory, with -s and -d, the workflow's own defaults still apply.
     profile = REPOSITORY / "workflow" / "profiles" / "default"
     assert f"workflow specific profile {profile} for setting default" in run.stderr

@@ -38,7 +38,8 @@ from bouquet_eval.provenance import (
     redact_command,
     settings_digest,
 )
-from bouquet_eval.sharding import assign_shards
+from bouquet_eval.selection import announce as announce_selection
+from bouquet_eval.sharding import assign_shards, take_part
 from bouquet_eval.translate import provided_folder, translation_settings
 from bouquet_eval.translators.backends import model_environment, model_gpus
 
@@ -95,12 +96,13 @@ try:
     # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
     # them see the commit it resolved the revision to.
     DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
-    DIRECTIONS = select_directions(
+    SELECTED = select_directions(
         DATASET.directions(),
         src_filter=config["directions"]["src_langs"],
         tgt_filter=config["directions"]["tgt_langs"],
         directions=config["directions"]["list"],
     )
+    DIRECTIONS = take_part(SELECTED, config["directions"]["shard"])
     DATASET.check_files(
         DIRECTIONS, Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
     )
@@ -127,6 +129,15 @@ if workflow.is_main_process:
         )
 
 MODELS = {model["name"]: model for model in config["models"]}
+if workflow.is_main_process:
+    announce_selection(
+        DATASET,
+        DIRECTIONS,
+        len(SELECTED),
+        list(MODELS),
+        config["directions"]["shard"],
+        config["limit"],
+    )
 DRY_RUN = is_dry_run(sys.argv)
 STALE_OUTPUTS = []
 """Existing outputs found not current while planning (reported once the rules are built)."""
@@ -142,7 +153,9 @@ def rule_name(stage, model, shard):
 
 
 def model_shards(model):
-    return assign_shards(DIRECTIONS, model.get("shards", config["shards"]))
+    return assign_shards(
+        DIRECTIONS, model.get("shards", config["shards"]), config["directions"]["shard"]
+    )
 
 
 def translation_file(model, direction):

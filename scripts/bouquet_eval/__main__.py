@@ -1,0 +1,7 @@
+"""`python -m bouquet_eval`: the `bouquet-eval` command."""
+
+import sys
+
+from bouquet_eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,476 @@
+"""The `bouquet-eval` command: its flags, the configuration they make, and real runs of the
+workflow through it, as the original tool's README writes its commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import import_module
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import tomllib
+import yaml
+
+from bouquet_eval import cli
+from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder
+from bouquet_eval.command_run import snakemake_arguments
+from bouquet_eval.config import ConfigError, validate_config
+from bouquet_eval.data import Direction
+from bouquet_eval.sharding import assign_shards, take_part
+
+from .chat_server import ChatServer
+from .conftest import REPOSITORY, SAMPLE, Workflow
+from .synthetic import synthetic_directions, write_dataset
+
+SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
+SAMPLE_DIRECTIONS = sorted(Direction.parse(path.stem) for path in SAMPLE.glob("*.parquet"))
+ENGLISH_OUT = [d.name for d in SAMPLE_DIRECTIONS if d.src_lang == "eng_Latn"]
+
+
+def configured(command: str, *flags: str, folder: Path) -> dict:
+    """The validated configuration that `bouquet-eval <command> <flags>` runs."""
+    arguments = cli.build_parser(command).parse_args([*flags, "--output-dir", str(folder)])
+    config = build_config(command, arguments, model_folder(folder))
+    return validate_config(config, SCHEMA)
+
+
+def at(config: dict, key: str):
+    value = config
+    for part in key.replace("[0]", ".0").split("."):
+        value = value[int(part)] if part.isdigit() else value[part]
+    return value
+
+
+VLLM = ("--backend", "vllm", "--model", "org/model", "--all")
+OPENAI = ("--backend", "openai", "--model", "gpt-x", "--all")
+
+# Every flag of the original CLI reference and "useful flags", with the key it must reach.
+FLAGS = [
+    (("--all", "--model", "m"), "directions.list", []),
+    (("--model", "m", "--src-lang", "eng_Latn", "--src-lang", "fra_Latn"),
+     "directions.src_langs", ["eng_Latn", "fra_Latn"]),
+    (("--model", "m", "--tgt-lang", "deu_Latn"), "directions.tgt_langs", ["deu_Latn"]),
+    (("--model", "m", "--directions", "eng_Latn-fra_Latn,eng_Latn-deu_Latn"),
+     "directions.list", ["eng_Latn-fra_Latn", "eng_Latn-deu_Latn"]),
+    ((*VLLM, "--shard", "3/8"), "directions.shard", "3/8"),
+    ((*VLLM, "--limit", "5"), "limit", 5),
+    (VLLM, "models[0].translator", "vllm"),
+    (OPENAI, "models[0].translator", "openai"),
+    (VLLM, "models[0].model", "org/model"),
+    ((*VLLM, "--system-prompt", "Be brief."), "models[0].system_prompt", "Be brief."),
+    ((*OPENAI, "--temperature", "0.7"), "models[0].temperature", 0.7),
+    ((*VLLM, "--seed", "7"), "models[0].seed", 7),
+    ((*VLLM, "--tensor-parallel-size", "4"), "models[0].tensor_parallel_size", 4),
+    ((*VLLM, "--dtype", "bfloat16"), "models[0].dtype", "bfloat16"),
+    ((*VLLM, "--max-model-len", "4096"), "models[0].max_model_len", 4096),
+    ((*VLLM, "--gpu-memory-utilization", "0.8"), "models[0].gpu_memory_utilization", 0.8),
+    ((*VLLM, "--deterministic"), "models[0].deterministic", True),
+    ((*OPENAI, "--base-url", "http://localhost:8000/v1"), "models[0].base_url",
+     "http://localhost:8000/v1"),
+    ((*OPENAI, "--api-key-env", "MY_KEY"), "models[0].api_key_env", "MY_KEY"),
+    ((*OPENAI, "--concurrency", "64"), "models[0].concurrency", 64),
+    ((*VLLM, "--metrics", "chrf,glotlid"), "metrics", ["chrf", "glotlid"]),
+    ((*VLLM, "--metricx-model", "google/metricx-24-hybrid-large-v2p6"), "metricx.model",
+     "google/metricx-24-hybrid-large-v2p6"),
+    ((*VLLM, "--metricx-device", "cuda:1"), "metricx.device", "cuda:1"),
+    ((*VLLM, "--metricx-qe"), "metricx.qe", True),
+    (("--all", "--translator", "mypackage.translators:MyTranslator"), "models[0].translator",
+     "mypackage.translators:MyTranslator"),
+    (("--all", "--translator", "pkg.mod:T", "--translator-kwargs",
+      '{"model_path": "/path", "thinking": true}'), "models[0].translator_kwargs",
+     {"model_path": "/path", "thinking": True}),
+    ((*VLLM, "--prompt-fn", "mypackage.prompts:few_shot_prompt"), "models[0].prompt_fn",
+     "mypackage.prompts:few_shot_prompt"),
+    ((*VLLM, "--prompt-fn", "mypackage.prompts:make_rag_prompt", "--prompt-kwargs",
+      '{"index_path": "/data/my-index", "k": 4}'), "models[0].prompt_kwargs",
+     {"index_path": "/data/my-index", "k": 4}),
+    ((*VLLM, "--dataset-revision", "abc123"), "dataset.revision", "abc123"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flags", "key", "value"), FLAGS, ids=[f[1] for f in FLAGS])
+def test_every_flag_reaches_its_configuration_key(tmp_path: Path, flags, key, value) -> None:
+    config = configured("run", *flags, folder=tmp_path / "my-model")
+    assert at(config, key) == value
+    assert config["models"][0]["name"] == "my-model" and config["output_dir"] == ".."
+
+
+def test_the_reference_lists_no_flag_left_untested() -> None:
+    tested = {flag for flags, _, _ in FLAGS for flag in flags if flag.startswith("--")}
+    assert set(cli.FLAG_KEYS) - {"--output-dir"} <= tested | {"--dataset-path"}
+
+
+def test_dataset_path_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = configured("run", *VLLM, "--dataset-path", "data/x", folder=tmp_path / "m")
+    assert config["dataset"]["path"] == str(tmp_path / "data" / "x")
+
+
+def test_seq2seq_adapters_as_the_original_readme_writes_them(tmp_path: Path) -> None:
+    config = configured(
+        "run",
+        "--translator", "bouquet_eval.translators.hf_seq2seq:NLLBTranslator",
+        "--translator-kwargs", '{"model":"facebook/nllb-200-3.3B","num_beams":5}',
+        "--prompt-fn", "bouquet_eval.translators.hf_seq2seq:nllb_prompt",
+        "--all",
+        folder=tmp_path / "nllb-200-3.3B",
+    )  # fmt: skip
+    (model,) = config["models"]
+    # The built-in translator, with its own prompt function, settings checked and GPU known.
+    assert (model["translator"], model["model"], model["num_beams"]) == (
+        "nllb",
+        "facebook/nllb-200-3.3B",
+        5,
+    )
+    assert "prompt_fn" not in model and model["device"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--backend", "openai", "--model", "m", "--all", "--dtype", "float16"), "--dtype"),
+        (("--all",), "name a translator"),
+        (("--model", "m"), "select directions"),
+        (("--model", "m", "--all", "--prompt-kwargs", "{}"), "--prompt-kwargs"),
+        (("--translator", "a.b:C", "--all", "--translator-kwargs", "[1]"), "JSON object"),
+    ],
+)
+def test_flags_that_cannot_be_run_are_named(tmp_path: Path, flags, message) -> None:
+    result = command(tmp_path, "run", *flags, "--output-dir", "runs/m")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("bouquet-eval: ") and message in line
+
+
+def test_workflow_flags_reach_snakemake(tmp_path: Path) -> None:
+    flags = [*VLLM, "--shard", "1/4", "-n", "--profile", "slurm", "--cores", "3"]
+    arguments = cli.build_parser("run").parse_args(
+        [*flags, "--jobs", "9", "--keep-going", "--output-dir", "m"]
+    )
+    line = snakemake_arguments(
+        "run", arguments, tmp_path, tmp_path / "c.yaml", ["--rerun-incomplete"]
+    )
+    assert line[line.index("--cores") + 1] == "3" and line[line.index("--jobs") + 1] == "9"
+    assert "--keep-going" in line and "--dry-run" in line and "--rerun-incomplete" in line
+    assert line[line.index("--profile") + 1] == str(REPOSITORY / "profiles" / "slurm")
+    # Targets before --configfile, the shard last; a shard does not aggregate.
+    assert line.index("scores") < line.index("--configfile")
+    assert line[-2:] == ["--config", "directions={shard: 1/4}"] and "aggregates" not in line
+
+
+def test_the_console_script_is_the_command_line_main() -> None:
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text(encoding="utf-8"))
+    module, _, name = project["project"]["scripts"]["bouquet-eval"].partition(":")
+    assert getattr(import_module(module), name) is cli.main
+
+
+def test_help_documents_every_flag_with_its_default() -> None:
+    for name in cli.WORKFLOW_SUBCOMMANDS:
+        text = " ".join(cli.build_parser(name).format_help().split())
+        for flag in ("--output-dir", "--dry-run", "--profile", "--cores", "--jobs"):
+            assert flag in text
+    text = " ".join(cli.top_level_help().split())
+    for flag, key in cli.FLAG_KEYS.items():
+        assert flag in text and f"configuration: {key}" in text
+    for default in ("vllm", "chrf,metricx,glotlid", "0.9", "OPENAI_API_KEY", "16", "main", "all"):
+        assert f"default: {default}" in text
+
+
+def test_the_docs_map_every_flag_to_its_key() -> None:
+    guide = (REPOSITORY / "docs" / "command-line.md").read_text(encoding="utf-8")
+    keys = (REPOSITORY / "config" / "README.md").read_text(encoding="utf-8")
+    for flag in cli.FLAG_KEYS:
+        assert f"`{flag}" in guide and f"`{flag}" in keys, flag
+
+
+# Real runs: `python -m bouquet_eval` in a subprocess, as `bouquet-eval` runs.
+
+
+def command(
+    cwd: Path,
+    *arguments: str,
+    check: bool = False,
+    script: bool = False,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """`python -m bouquet_eval`; with `script`, without the working directory on sys.path, as
+    the `bouquet-eval` console script runs."""
+    result = subprocess.run(
+        [sys.executable, *(["-P"] if script else []), "-m", "bouquet_eval", *arguments],
+        cwd=cwd,
+        env=Workflow.environment(env),
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"bouquet-eval failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def recorded(record: Path) -> list[str]:
+    """The directions the recording translator translated, in order (LOAD: a model load)."""
+    return record.read_text(encoding="utf-8").split() if record.exists() else []
+
+
+def recording(record: Path) -> tuple[str, ...]:
+    return (
+        "--translator", "recording:RecordingTranslator",
+        "--translator-kwargs", f'{{"record": "{record}"}}',
+        "--prompt-fn", "recording:make_tagged_prompt",
+        "--prompt-kwargs", '{"prefix": "> "}',
+    )  # fmt: skip
+
+
+def test_run_with_a_translator_of_ones_own_and_resume(tmp_path: Path, dataset: Path) -> None:
+    record = tmp_path / "record.txt"
+    flags = (
+        "run", *recording(record), "--src-lang", "eng_Latn", "--tgt-lang", "fra_Latn",
+        "--directions", "eng_Latn-deu_Latn,eng_Latn-fra_Latn", "--limit", "3",
+        "--metrics", "chrf", "--dataset-path", str(dataset), "--output-dir", "runs/mine/",
+        "--cores", "2",
+    )  # fmt: skip
+    first = command(tmp_path, *flags, check=True)
+    folder = tmp_path / "runs" / "mine"
+    # --directions and --src-lang/--tgt-lang combine: only eng_Latn-fra_Latn.
+    assert recorded(record) == ["LOAD", "eng_Latn-fra_Latn"]
+    lines = first.stdout.splitlines()
+    assert lines[0] == ("bouquet-eval: 1 direction, 1 model selected (3 sentences per model)"), (
+        first.stdout
+    )
+    assert "bouquet-eval: translate 1/1 directions, score 1/1 directions" in lines
+    assert f"bouquet-eval: results in {folder}" in lines
+    assert any(line.startswith("bouquet-eval: mine: chrfpp ") for line in lines), lines
+    log = Path(lines[-1].removeprefix("bouquet-eval: Snakemake's full log: "))
+    assert log.parent == folder / "logs" / "bouquet-eval" and "Job stats:" in log.read_text()
+    assert len(lines) < 10 and not first.stderr
+    translations = pd.read_json(folder / "eng_Latn-fra_Latn.jsonl", lines=True)
+    assert translations["mt_text"].str.startswith("> ").all() and len(translations) == 3
+    assert len(pd.read_csv(folder / "scores.csv")) == 1
+    assert (folder / "scored_rows.parquet").is_file() and (folder / "manifest.json").is_file()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["entries"][-1]["command"][:3] == ["bouquet-eval", "run", "--translator"]
+
+    # The configuration beside the outputs reproduces the run with plain Snakemake.
+    saved = yaml.safe_load((folder / SAVED_CONFIG).read_text())
+    assert saved["models"][0]["prompt_kwargs"] == {"prefix": "> "} and saved["limit"] == 3
+    plain = Workflow(folder)
+    plain.config_path = folder / SAVED_CONFIG
+    assert "Nothing to be done" in plain.run("--dry-run", "aggregates").stdout
+
+
+def test_the_same_command_again_does_only_what_is_missing(tmp_path: Path, dataset: Path) -> None:
+    record, fault = tmp_path / "record.txt", tmp_path / "fault"
+    kwargs = {"record": str(record), "fail_on_target": "fra_Latn", "fail_while_exists": str(fault)}
+    flags = (
+        "run", "--translator", "recording:RecordingTranslator",
+        "--translator-kwargs", json.dumps(kwargs), "--prompt-fn", "recording:tagged_prompt",
+        "--directions", "eng_Latn-deu_Latn,eng_Latn-fra_Latn", "--limit", "2",
+        "--metrics", "chrf", "--dataset-path", str(dataset), "--output-dir", "runs/flaky",
+        "--cores", "1",
+    )  # fmt: skip
+    fault.touch()
+    failed = command(tmp_path, *flags)
+    assert failed.returncode == 1
+    assert "simulated failure on eng_Latn-fra_Latn" in failed.stderr
+    assert "bouquet-eval: run failed; Snakemake's full log: " in failed.stderr
+    assert recorded(record) == ["LOAD", "eng_Latn-deu_Latn"]
+    fault.unlink()
+    command(tmp_path, *flags, check=True)
+    assert recorded(record) == ["LOAD", "eng_Latn-deu_Latn", "LOAD", "eng_Latn-fra_Latn"]
+    again = command(tmp_path, *flags, check=True)
+    assert len(recorded(record)) == 4
+    assert "translate 2/2 directions, score 2/2 directions" in again.stdout
+
+
+def test_translate_then_score_then_aggregate(tmp_path: Path, dataset: Path) -> None:
+    flags = ("--dataset-path", str(dataset), "--output-dir", "runs/copy", "--cores", "2")
+    command(
+        tmp_path,
+        "translate", "--translator", "bouquet_eval.translators.bounds:CopySource",
+        "--src-lang", "eng_Latn", "--limit", "2", *flags,
+        check=True,
+    )  # fmt: skip
+    folder = tmp_path / "runs" / "copy"
+    assert sorted(path.stem for path in folder.glob("*.jsonl")) == ENGLISH_OUT
+    assert not list(folder.glob("*.scored.parquet")) and not (folder / "scores.csv").exists()
+    # score and aggregate take the translator and the selection from the saved configuration.
+    command(tmp_path, "score", "--metrics", "chrf,bleu", *flags, check=True)
+    scores = pd.read_csv(folder / "scores.csv")
+    assert sorted(scores["src_lang"] + "-" + scores["tgt_lang"]) == ENGLISH_OUT
+    assert {"chrfpp", "bleu"} <= set(scores.columns)
+    (folder / "scores.csv").unlink()
+    command(tmp_path, "aggregate", "--output-dir", "runs/copy", check=True)
+    assert pd.read_csv(folder / "scores.csv").equals(scores)
+
+
+def test_score_translations_brought_by_the_user(tmp_path: Path, dataset: Path) -> None:
+    folder = tmp_path / "runs" / "mine"
+    folder.mkdir(parents=True)
+    for name in ("eng_Latn-fra_Latn", "eng_Latn-deu_Latn"):
+        rows = pd.read_parquet(dataset / f"{name}.parquet").rename(columns={"tgt_text": "ref_text"})
+        rows["mt_text"] = rows["ref_text"]  # perfect translations
+        columns = ["src_lang", "tgt_lang", "src_text", "ref_text", "mt_text"]
+        rows[columns].to_json(folder / f"{name}.jsonl", orient="records", lines=True)
+    result = command(
+        tmp_path, "score", "--output-dir", "runs/mine/", "--metrics", "chrf",
+        "--dataset-path", str(dataset), "--cores", "2",
+        check=True,
+    )  # fmt: skip
+    assert result.stdout.startswith("bouquet-eval: 2 directions, 1 model selected")
+    scores = pd.read_csv(folder / "scores.csv")
+    assert len(scores) == 2 and (scores["chrfpp"] == 100).all()
+    assert yaml.safe_load((folder / SAVED_CONFIG).read_text())["models"][0] == {
+        "name": "mine",
+        "translator": "provided",
+        "path": ".",
+    }
+
+
+def test_concurrent_shards_then_aggregate_equal_one_run(tmp_path: Path, dataset: Path) -> None:
+    record = tmp_path / "record.txt"
+    common = (*recording(record), "--all", "--limit", "2", "--metrics", "chrf",
+              "--dataset-path", str(dataset), "--cores", "1")  # fmt: skip
+    shards = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bouquet_eval", "run", *common, "--shard", f"{i}/3",
+             "--output-dir", "runs/sharded"],
+            cwd=tmp_path, env=Workflow.environment(), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True,
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    outputs = [shard.communicate()[0] for shard in shards]
+    assert [shard.returncode for shard in shards] == [0, 0, 0], outputs
+    # Each shard handled directions [I::3] and wrote no aggregates.
+    names = [d.name for d in SAMPLE_DIRECTIONS]
+    for index, output in enumerate(outputs):
+        assert f"shard {index}/3: {len(names[index::3])} directions of 20" in output
+    # One model load per shard process, and every direction translated once.
+    assert sorted(recorded(record)) == sorted(["LOAD"] * 3 + names)
+    sharded = tmp_path / "runs" / "sharded"
+    assert not (sharded / "scores.csv").exists()
+    command(tmp_path, "aggregate", "--output-dir", "runs/sharded", check=True)
+    assert len(recorded(record)) == 3 + len(names)  # aggregate translated nothing again
+    command(tmp_path, "run", *common, "--output-dir", "runs/whole", check=True)
+    whole = pd.read_csv(tmp_path / "runs" / "whole" / "scores.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(sharded / "scores.csv"), whole)
+
+
+def test_dry_run_prints_the_configuration_and_writes_none(tmp_path: Path, dataset: Path) -> None:
+    result = command(
+        tmp_path, "run", *VLLM, "--shard", "0/2", "--dataset-path", str(dataset),
+        "--output-dir", "runs/llama", "-n",
+        check=True,
+    )  # fmt: skip
+    out = result.stdout
+    shown = out.split("\nbouquet-eval: the same with Snakemake: ")[0].split("\n", 1)[1]
+    assert yaml.safe_load(shown)["models"][0]["model"] == "org/model"
+    assert "--config 'directions={shard: 0/2}'" in out
+    assert "bouquet-eval: shard 0/2: 10 directions of 20, 1 model selected" in result.stderr
+    assert "translate_llama_part0of2_shard0of1" in out
+    assert not (tmp_path / "runs" / "llama" / SAVED_CONFIG).exists()
+
+
+def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow) -> None:
+    """Plain Snakemake with the workflow's profile: 1062 directions and 3 models."""
+    data = tmp_path / "synthetic"
+    write_dataset(data, synthetic_directions(1062))
+    workflow.write_config(
+        {
+            "dataset": {"path": str(data)},
+            "shards": 8,
+            "models": [
+                {"name": "copy-source", "translator": "copy-source"},
+                {"name": "reference", "translator": "reference"},
+                {"name": "llama", "translator": "vllm", "model": "org/model"},
+            ],
+        }
+    )
+    result = workflow.run("--dry-run")
+    lines = (result.stderr + result.stdout).splitlines()
+    assert len(lines) < 200 and max(map(len, lines)) < 2000, len(lines)
+    own = [line for line in result.stderr.splitlines() if "workflow specific profile" not in line]
+    assert own[0] == "bouquet-eval: 1062 directions, 3 models selected (2,124 sentences per model)"
+
+
+def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:
+    directions = synthetic_directions(23)
+    parts = [take_part(reversed(directions), f"{index}/4") for index in range(4)]
+    assert sorted(d for part in parts for d in part) == sorted(directions)
+    assert [len(part) for part in parts] == [6, 6, 6, 5]
+    named = [name for part in range(4) for name in assign_shards(parts[part], 1, f"{part}/4")]
+    assert named == [f"part{index}of4_shard0of1" for index in range(4)]
+    for wrong in ("4/4", "1", "a/b", "-1/3"):
+        with pytest.raises(ConfigError, match="expected I/N"):
+            take_part(directions, wrong)
+
+
+def test_a_translator_beside_the_command_and_the_time_left(tmp_path: Path, dataset: Path) -> None:
+    """A module in the directory the command starts from is found, as `python -m` finds it; a
+    slow translation shows the time left."""
+    (tmp_path / "slow_translators.py").write_text(
+        "import time\n\n\n"
+        "class Slow:\n"
+        "    def translate(self, prompts):\n"
+        "        time.sleep(2.5)\n"
+        "        return [prompt.upper() for prompt in prompts]\n",
+        encoding="utf-8",
+    )
+    result = command(
+        tmp_path, "translate", "--translator", "slow_translators:Slow",
+        "--src-lang", "eng_Latn", "--tgt-lang", "deu_Latn", "--tgt-lang", "fra_Latn",
+        "--tgt-lang", "spa_Latn", "--tgt-lang", "rus_Cyrl", "--limit", "1",
+        "--dataset-path", str(dataset), "--output-dir", "runs/slow", "--cores", "1",
+        check=True, script=True,
+    )  # fmt: skip
+    assert len(list((tmp_path / "runs" / "slow").glob("*.jsonl"))) == 4
+    estimates = [line for line in result.stdout.splitlines() if " left)" in line]
+    assert estimates and all(line.startswith("bouquet-eval: translate ") for line in estimates)
+    assert "translate 4/4 directions" in result.stdout and "score" not in result.stdout
+
+
+def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dataset: Path) -> None:
+    result = command(
+        tmp_path, "run", "--model", "m", "--src-lang", "xyz_Latn", "--metrics", "chrf",
+        "--dataset-path", str(dataset), "--output-dir", "runs/bad",
+    )  # fmt: skip
+    assert result.returncode == 1 and not result.stdout
+    error, where = result.stderr.splitlines()
+    assert error == (
+        "bouquet-eval: src_filter (directions.src_langs): unknown language code(s) ['xyz_Latn']"
+    )
+    log = Path(where.removeprefix("bouquet-eval: run failed; Snakemake's full log: "))
+    assert "WorkflowError" in log.read_text()
+
+
+def test_translate_through_an_openai_compatible_endpoint(tmp_path: Path, dataset: Path) -> None:
+    """The original quick start, against a local server that speaks the protocol."""
+    with ChatServer() as server:
+        command(
+            tmp_path, "translate", "--backend", "openai", "--model", "gpt-4o-mini",
+            "--base-url", server.url, "--api-key-env", "MY_KEY", "--concurrency", "2",
+            "--system-prompt", "Be exact.", "--temperature", "0.2", "--seed", "5",
+            "--src-lang", "eng_Latn", "--tgt-lang", "fra_Latn", "--limit", "2",
+            "--dataset-path", str(dataset), "--output-dir", "runs/gpt-4o-mini/",
+            check=True, env={"MY_KEY": "key-123"},
+        )  # fmt: skip
+        requests = server.chat_requests
+    assert len(requests) == 2
+    for request in requests:
+        assert request.body["model"] == "gpt-4o-mini" and request.body["seed"] == 5
+        assert request.body["temperature"] == 0.2
+        assert request.body["messages"][0] == {"role": "system", "content": "Be exact."}
+        assert request.headers["authorization"] == "Bearer key-123"
+    translations = pd.read_json(
+        tmp_path / "runs" / "gpt-4o-mini" / "eng_Latn-fra_Latn.jsonl", lines=True
+    )
+    assert len(translations) == 2
+
+
+def test_a_folder_name_that_cannot_name_a_model_is_refused(tmp_path: Path) -> None:
+    result = command(tmp_path, "run", *VLLM, "--output-dir", "runs/my model")
+    assert result.returncode == 1
+    assert result.stderr.startswith("bouquet-eval: --output-dir 'runs/my model': the folder's")
