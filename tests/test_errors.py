@@ -158,9 +158,12 @@ def test_translator_that_cannot_be_imported(workflow: Workflow, dataset: Path) -
             models=[{"name": "x", "translator": "recording:NoSuchTranslator"}],
         )
     )
-    failure_text(workflow)
-    log = next((workflow.workdir / "logs" / "x" / "translate").glob("*.log")).read_text()
-    assert "module 'recording' has no attribute 'NoSuchTranslator'" in log
+    # Found while planning: no job is started to find it.
+    assert (
+        f"bouquet-eval: {workflow.config_path}: models[0].translator (model 'x'): module "
+        "'recording' has no attribute 'NoSuchTranslator'\n"
+    ) in failure_text(workflow)
+    assert not (workflow.workdir / "logs").exists()
 
 
 def test_metric_of_ones_own_without_a_name_stops_the_run_before_anything_runs(

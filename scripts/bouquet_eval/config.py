@@ -14,7 +14,15 @@ import yaml
 
 
 class ConfigError(ValueError):
-    """A configuration value is missing, malformed or inconsistent."""
+    """A configuration value is missing, malformed or inconsistent.
+
+    `key`: where in the configuration, as `models[1].translator_kwargs.temperature`, when one
+    key is at fault; the file that set it is then named (see checks.stop_planning).
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _fill_defaults(validator_class: type) -> type:
@@ -100,9 +108,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
         _Validator(load_schema(schema_path)).iter_errors(config)
     )
     if error is not None:
-        raise ConfigError(
-            f"invalid configuration at '{_location(error.absolute_path)}': {_message(error)}"
-        )
+        key = _location(error.absolute_path)
+        raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)
     names = [model["name"] for model in config["models"]]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

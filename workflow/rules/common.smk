@@ -6,6 +6,12 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from bouquet_eval.checks import (
+    check_own_objects,
+    refuse_unset_api_keys,
+    stop_planning,
+    warn_of_unset_api_keys,
+)
 from bouquet_eval.config import (
     ConfigError,
     expand_path,
@@ -106,8 +112,10 @@ try:
     )
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(config["metrics"], config)
+    # So are translators and prompt functions of one's own (imported, no model loaded).
+    check_own_objects(config["models"])
 except ConfigError as error:
-    raise WorkflowError(f"bouquet-eval: {error}") from None
+    stop_planning(error, workflow.configfiles)
 
 SECRETS = known_secrets(config)
 # Jobs run in other processes; they inherit the command line of the run for the manifest.
@@ -128,6 +136,8 @@ if workflow.is_main_process:
 
 MODELS = {model["name"]: model for model in config["models"]}
 DRY_RUN = is_dry_run(sys.argv)
+if DRY_RUN and workflow.is_main_process:
+    warn_of_unset_api_keys(config["models"])
 STALE_OUTPUTS = []
 """Existing outputs found not current while planning (reported once the rules are built)."""
 
@@ -415,6 +425,9 @@ def refuse_slurm_placeholders():
 
 onstart:
     refuse_slurm_placeholders()
+    refuse_unset_api_keys(
+        config["models"], workflow.dag.needrun_jobs(), workflow.configfiles
+    )
 
 
 def score_gpus():
