@@ -199,14 +199,19 @@ def translate_directions(
             item, rows = work[position], held.pop(position)
             seconds = flight.land(position)
             translations = checked_translations(returned, len(rows), model, item.direction)
-            item.output.publish(
-                partial(write_jsonl, frame=translation_frame(rows, translations)), environment
-            )
             counters = usage_counters(translator)
             counted = {key: value - before.get(key, 0) for key, value in counters.items()}
             before = counters
             record = timing_record(item.direction, len(rows), seconds, counted)
-            write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
+            try:
+                item.output.publish(
+                    partial(write_jsonl, frame=translation_frame(rows, translations)), environment
+                )
+                write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
+            except OSError as error:
+                raise TranslationError(
+                    model, str(item.direction), f"its translations cannot be written: {error}"
+                ) from error
             log.info(
                 "%s: %d sentences, %.2f s (%.1f sentences/s); %s",
                 item.direction,
