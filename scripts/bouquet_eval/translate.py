@@ -358,15 +358,15 @@ def checked_translations(
     translations = list(cast(Iterable[object], returned))
     if len(translations) != sentences:
         raise fail(f"the translator returned {len(translations)} outputs for {sentences} sentences")
-    for index, text in enumerate(translations):
+    for number, text in enumerate(translations, start=1):
         if not isinstance(text, str):
-            raise fail(f"output {index} of the translator is a {type(text).__name__}, not a str")
+            raise fail(f"output {number} of the translator is a {type(text).__name__}, not a str")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
             raise fail(
-                f"output {index} of the translator holds {text[error.start]!r} at character "
-                f"{error.start}, a lone surrogate that UTF-8 cannot encode"
+                f"output {number} of the translator holds {text[error.start]!r} at character "
+                f"{error.start + 1}, a lone surrogate that UTF-8 cannot encode"
             ) from None
     return translations
 
