@@ -24,6 +24,15 @@ def test_missing_dataset_path(workflow: Workflow, tmp_path: Path) -> None:
     assert f"dataset.path: directory '{missing}' not found" in failure_text(workflow)
 
 
+def test_dataset_path_that_is_a_file(workflow: Workflow, tmp_path: Path) -> None:
+    a_file = tmp_path / "bouquet.parquet"
+    a_file.write_bytes(b"PAR1")
+    workflow.write_config(bounds_config(a_file))
+    assert (
+        f"bouquet-eval: {workflow.config_path}: dataset.path: '{a_file}' is a file, not a folder\n"
+    ) in failure_text(workflow)
+
+
 def test_unknown_configuration_key(workflow: Workflow, dataset: Path) -> None:
     config = bounds_config(dataset)
     config["models"][0]["temprature"] = 0
@@ -41,9 +50,9 @@ def test_unknown_language_in_direction_list(workflow: Workflow, dataset: Path) -
     workflow.write_config(bounds_config(dataset, directions={"list": ["eng_Latn-xyz_Latn"]}))
     text = failure_text(workflow)
     assert (
-        "directions (directions.list): 'eng_Latn-xyz_Latn': unknown language code(s) ['xyz_Latn']"
-        in text
-    )
+        f"bouquet-eval: {workflow.config_path}: directions (directions.list): "
+        "'eng_Latn-xyz_Latn': no direction of the dataset has language code(s) ['xyz_Latn']\n"
+    ) in text
 
 
 def with_row(position: int, column: str, value: object | None = None):
