@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import tarfile
 import textwrap
 from pathlib import Path
 
 from .conftest import PLUGINS, Workflow, python_path
-from .test_workflow import bounds_config
+from .test_workflow import bounds_config, recording_model
 
 # Fills the file system of its folder, then answers: the job's own writes find it full.
 FILLING_TRANSLATOR = textwrap.dedent(
@@ -60,3 +62,31 @@ def test_a_full_disk_in_a_translate_job_names_the_file_and_the_direction(
     assert "job failed: TranslationError: model fill, direction eng_Latn-deu_Latn: its " in last
     assert "translations cannot be written: [Errno 28] No space left on device: '" in last
     assert f"{small}/runs/fill/" in last and "eng_Latn-deu_Latn.jsonl'" in last
+
+
+def test_a_models_files_carry_that_model_alone(workflow: Workflow, dataset: Path) -> None:
+    """Another model's settings appear in none of a model's files: manifest, provenance
+    records, submission folder and archive."""
+    marker = "value-of-model-b-only"
+    config = bounds_config(dataset, directions={"list": ["eng_Latn-deu_Latn"]}, limit=2)
+    config["models"] = [
+        {"name": "a", "translator": "copy-source"},
+        recording_model("b", workflow.workdir / "record.txt", suffix=marker),
+    ]
+    workflow.write_config(config)
+    workflow.run("all", "submission")
+    runs = workflow.workdir / "runs"
+    files_of_a = [
+        *(runs / "a").rglob("*"),
+        *(runs / "submission" / "a").rglob("*"),
+    ]
+    holding = [str(p) for p in files_of_a if p.is_file() and marker.encode() in p.read_bytes()]
+    assert holding == []
+    with tarfile.open(runs / "submission" / "a.tar.gz") as archive:
+        for member in archive.getmembers():
+            content = archive.extractfile(member)
+            assert content is None or marker.encode() not in content.read(), member.name
+    manifest = json.loads((runs / "a" / "manifest.json").read_text())
+    assert [m["name"] for m in manifest["entries"][-1]["config"]["models"]] == ["a"]
+    # Model b's own files do hold its settings.
+    assert marker in (runs / "b" / "manifest.json").read_text()
