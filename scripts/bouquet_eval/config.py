@@ -157,8 +157,18 @@ def literal_secrets(config: Any, location: str = "") -> list[str]:
 
 
 def expand_path(value: str | os.PathLike[str]) -> Path:
-    """Expand `~` and environment variables; a relative path stays relative to the workdir."""
-    expanded = os.path.expanduser(os.path.expandvars(os.fspath(value)))
+    """Expand `~` and environment variables; a relative path stays relative to the workdir.
+
+    `$BOUQUET_EVAL_HOME`, when the environment lacks it (outside the workflow), is the
+    repository this package comes from (see `home.workflow_home`).
+    """
+    from bouquet_eval.home import HOME_VARIABLE, workflow_home
+
+    text = os.fspath(value)
+    home = workflow_home()
+    if home is not None and not os.environ.get(HOME_VARIABLE):
+        text = re.sub(rf"\$(\{{{HOME_VARIABLE}\}}|{HOME_VARIABLE}\b)", lambda _: str(home), text)
+    expanded = os.path.expanduser(os.path.expandvars(text))
     if "$" in expanded:
         raise ConfigError(f"path '{value}' refers to an environment variable that is not set")
     return Path(expanded)
