@@ -112,8 +112,9 @@ try:
     )
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(config["metrics"], config)
-    # So are translators and prompt functions of one's own (imported, no model loaded).
-    check_own_objects(config["models"])
+    # So are translators and prompt functions of one's own (imported, no model loaded), once.
+    if workflow.is_main_process:
+        check_own_objects(config["models"])
 except ConfigError as error:
     stop_planning(error, workflow.configfiles)
 
