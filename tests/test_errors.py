@@ -253,5 +253,6 @@ def test_provided_translations_from_a_folder_that_does_not_exist(
     models = [{"name": "mine", "translator": "provided", "path": "elsewhere/mine"}]
     workflow.write_config(bounds_config(dataset, models=models))
     assert (
-        "bouquet-eval: model 'mine' (translator: provided): folder 'elsewhere/mine' not found"
+        f"bouquet-eval: {workflow.config_path}: model 'mine' (translator: provided): folder "
+        "'elsewhere/mine' not found\n"
     ) in failure_text(workflow)

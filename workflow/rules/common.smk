@@ -196,10 +196,14 @@ def check_provided(model):
     folder = provided_folder(model)
     if folder is None:
         return
+    key = f"models[{list(MODELS).index(model['name'])}].path"
     if not folder.is_dir():
-        raise WorkflowError(
-            f"bouquet-eval: model '{model['name']}' (translator: provided): folder '{folder}' "
-            "not found"
+        stop_planning(
+            ConfigError(
+                f"model '{model['name']}' (translator: provided): folder '{folder}' not found",
+                key,
+            ),
+            workflow.configfiles,
         )
     missing = [
         str(folder / f"{d}.jsonl")
@@ -210,9 +214,13 @@ def check_provided(model):
         shown = ", ".join(missing[:5]) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         )
-        raise WorkflowError(
-            f"bouquet-eval: model '{model['name']}' (translator: provided, path: {folder}): "
-            f"no translations for {len(missing)} selected direction(s): {shown}"
+        stop_planning(
+            ConfigError(
+                f"model '{model['name']}' (translator: provided, path: {folder}): no "
+                f"translations for {len(missing)} selected direction(s): {shown}",
+                key,
+            ),
+            workflow.configfiles,
         )
     known = {direction.name for direction in DATASET.directions()}
     for path in sorted(folder.glob("*.jsonl")):
