@@ -3,10 +3,11 @@
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
 it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml`,
 `COMMANDS.txt` (the exact command lines recorded in the manifest, and the one that verifies
-the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so that the folder can be dropped into
-`<output_dir>/<model>/` as it is and verified there with its own `config.yaml`: the latest
-run's configuration (secrets redacted) with this model alone, as translations provided in that
-folder; the model's entry as it was run heads the file as a comment.
+the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so
+that the folder can be dropped into `<output_dir>/<model>/` as it is and verified there with
+its own `config.yaml`: the latest run's configuration (secrets redacted) with this model
+alone, as translations provided in that folder; the model's entry as it was run heads the
+file as a comment.
 """
 
 from __future__ import annotations
