@@ -26,6 +26,8 @@ def test_api_docs_programmatic_example_then_scoring(
     example = re.search(r"<!-- runnable: programmatic -->\n```python\n(.*?)```", page, re.DOTALL)
     assert example, "the programmatic example of docs/api.md is missing"
     monkeypatch.chdir(tmp_path)
+    # As in a script of one's own: the workflow, which sets it, is not running.
+    monkeypatch.delenv("BOUQUET_EVAL_HOME", raising=False)
     exec(compile(example.group(1), "docs/api.md", "exec"), {})
     produced = sorted(p.name for p in (tmp_path / "runs" / "mine").glob("*.jsonl"))
     assert produced == ["eng_Latn-cmn_Hans.jsonl", "eng_Latn-fra_Latn.jsonl"]

@@ -205,9 +205,11 @@ def test_translations_in_the_output_folder_are_checked(workflow: Workflow, datas
     missing = workflow.run(check=False)
     assert missing.returncode != 0
     assert (
-        f"model 'mine' (translator: provided, path: runs/mine): no translations for 1 selected "
-        f"direction(s): runs/mine/{FRA}.jsonl" in missing.stderr + missing.stdout
+        f"bouquet-eval: {workflow.config_path}: model 'mine' (translator: provided, path: "
+        f"runs/mine): no translations for 1 selected direction(s): runs/mine/{FRA}.jsonl\n"
+        in missing.stderr
     )
+    assert "WorkflowError" not in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_settings_decide_and_secrets_stay_out(workflow: Workflow, dataset: Path) -> None:

@@ -78,7 +78,8 @@ def test_selection(dataset: Path) -> None:
     ]
     assert select_directions(available, directions=pairs, src_filter=["fra_Latn"]) == expected[1:]
     with pytest.raises(
-        ConfigError, match=r"tgt_filter \(directions.tgt_langs\): unknown language code\(s\) "
+        ConfigError,
+        match=r"tgt_filter \(directions.tgt_langs\): no direction of the dataset has language ",
     ):
         select_directions(available, tgt_filter=["zul_Latn"])
     with pytest.raises(ConfigError, match="'deu_Latn-fra_Latn': not in the dataset"):

@@ -24,6 +24,15 @@ def test_missing_dataset_path(workflow: Workflow, tmp_path: Path) -> None:
     assert f"dataset.path: directory '{missing}' not found" in failure_text(workflow)
 
 
+def test_dataset_path_that_is_a_file(workflow: Workflow, tmp_path: Path) -> None:
+    a_file = tmp_path / "bouquet.parquet"
+    a_file.write_bytes(b"PAR1")
+    workflow.write_config(bounds_config(a_file))
+    assert (
+        f"bouquet-eval: {workflow.config_path}: dataset.path: '{a_file}' is a file, not a folder\n"
+    ) in failure_text(workflow)
+
+
 def test_unknown_configuration_key(workflow: Workflow, dataset: Path) -> None:
     config = bounds_config(dataset)
     config["models"][0]["temprature"] = 0
@@ -41,9 +50,9 @@ def test_unknown_language_in_direction_list(workflow: Workflow, dataset: Path) -
     workflow.write_config(bounds_config(dataset, directions={"list": ["eng_Latn-xyz_Latn"]}))
     text = failure_text(workflow)
     assert (
-        "directions (directions.list): 'eng_Latn-xyz_Latn': unknown language code(s) ['xyz_Latn']"
-        in text
-    )
+        f"bouquet-eval: {workflow.config_path}: directions (directions.list): "
+        "'eng_Latn-xyz_Latn': no direction of the dataset has language code(s) ['xyz_Latn']\n"
+    ) in text
 
 
 def with_row(position: int, column: str, value: object | None = None):
@@ -158,9 +167,12 @@ def test_translator_that_cannot_be_imported(workflow: Workflow, dataset: Path) -
             models=[{"name": "x", "translator": "recording:NoSuchTranslator"}],
         )
     )
-    failure_text(workflow)
-    log = next((workflow.workdir / "logs" / "x" / "translate").glob("*.log")).read_text()
-    assert "module 'recording' has no attribute 'NoSuchTranslator'" in log
+    # Found while planning: no job is started to find it.
+    assert (
+        f"bouquet-eval: {workflow.config_path}: models[0].translator (model 'x'): module "
+        "'recording' has no attribute 'NoSuchTranslator'\n"
+    ) in failure_text(workflow)
+    assert not (workflow.workdir / "logs").exists()
 
 
 def test_metric_of_ones_own_without_a_name_stops_the_run_before_anything_runs(
@@ -241,5 +253,6 @@ def test_provided_translations_from_a_folder_that_does_not_exist(
     models = [{"name": "mine", "translator": "provided", "path": "elsewhere/mine"}]
     workflow.write_config(bounds_config(dataset, models=models))
     assert (
-        "bouquet-eval: model 'mine' (translator: provided): folder 'elsewhere/mine' not found"
+        f"bouquet-eval: {workflow.config_path}: model 'mine' (translator: provided): folder "
+        "'elsewhere/mine' not found\n"
     ) in failure_text(workflow)

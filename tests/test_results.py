@@ -324,7 +324,8 @@ def test_a_received_submission_is_verified_in_place(run: Workflow, tmp_path: Pat
     shutil.copytree(run.workdir / "runs" / "submission" / "copy-source", received)
     maintainer.config_path = received / "config.yaml"
     assert (
-        "--configfile <output_dir>/<model>/config.yaml" in (received / "COMMANDS.txt").read_text()
+        " verify --cores 1 --configfile runs/copy-source/config.yaml"
+        in (received / "COMMANDS.txt").read_text()
     )
     shipped = yaml.safe_load(maintainer.config_path.read_text(encoding="utf-8"))
     assert shipped["models"] == [

@@ -160,7 +160,7 @@ def test_unusable_translations_are_named_in_the_last_line(
         prefix.format("none") + "the translator returned NoneType, not a list of 24 strings"
     )
     assert (
-        prefix.format("surrogate") + "output 23 of the translator holds '\\udcff' at "
+        prefix.format("surrogate") + "output 24 of the translator holds '\\udcff' at "
         in (lines["surrogate"])
     )
     # Each line is its job's last word before Snakemake's own report of the failure (its

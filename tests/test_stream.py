@@ -195,10 +195,10 @@ class Returning:
         (7, "the translator returned int, not a list of 4 strings"),
         ("TEXT", "the translator returned str, not a list of 4 strings"),
         (lambda prompts: prompts[:3], "the translator returned 3 outputs for 4 sentences"),
-        (lambda prompts: [*prompts[:3], b"x"], "output 3 of the translator is a bytes, not a str"),
+        (lambda prompts: [*prompts[:3], b"x"], "output 4 of the translator is a bytes, not a str"),
         (
             lambda prompts: [*prompts[:2], "ok \udcff", "x"],
-            "output 2 of the translator holds '\\udcff' at character 3, a lone surrogate that "
+            "output 3 of the translator holds '\\udcff' at character 4, a lone surrogate that "
             "UTF-8 cannot encode",
         ),
     ],

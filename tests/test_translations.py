@@ -93,8 +93,19 @@ def test_each_fault_is_named_with_its_file_and_line(tmp_path: Path, content, mes
 def test_a_line_that_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(lines()[0]) + "\n{not json\n")
-    with pytest.raises(ValueError, match=r"t\.jsonl, line 2: not valid JSON"):
+    with pytest.raises(ValueError) as raised:
         read_translations(path, DIRECTION, ROWS)
+    assert str(raised.value) == (
+        f"{path}, line 2, column 2: not valid JSON: Expecting property name enclosed in double "
+        "quotes, found 'n'"
+    )
+    # A raw tab inside a string: the reason is whole, not "Invalid control character at".
+    path.write_text(json.dumps(lines()[0]) + '\n{"mt_text": "a\tb"}\n')
+    with pytest.raises(ValueError) as raised:
+        read_translations(path, DIRECTION, ROWS)
+    assert str(raised.value) == (
+        f"{path}, line 2, column 15: not valid JSON: Invalid control character, found '\\t'"
+    )
 
 
 def test_with_a_limit_a_file_may_hold_more_lines(tmp_path: Path) -> None:

@@ -365,6 +365,9 @@ def manifest_entry(
 ) -> dict[str, Any]:
     """What produced the outputs; `config` and `model_settings` must already be redacted.
 
+    The configuration is recorded with this model's entry alone: a model's files, and the
+    submission made of them, carry no other model's settings.
+
     `environments`: per stage (translate, score), what its jobs ran with (package versions,
     GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit.
     """
@@ -381,7 +384,7 @@ def manifest_entry(
         "model": {"name": model_name, **model_settings},
         "dataset": dataset_identity,
         "limit": config.get("limit"),
-        "config": config,
+        "config": {**config, "models": [m for m in config["models"] if m["name"] == model_name]},
         "n_directions": len(directions),
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,

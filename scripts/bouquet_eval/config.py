@@ -14,7 +14,15 @@ import yaml
 
 
 class ConfigError(ValueError):
-    """A configuration value is missing, malformed or inconsistent."""
+    """A configuration value is missing, malformed or inconsistent.
+
+    `key`: where in the configuration, as `models[1].translator_kwargs.temperature`, when one
+    key is at fault; the file that set it is then named (see checks.stop_planning).
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _fill_defaults(validator_class: type[Any]) -> type[Any]:
@@ -100,9 +108,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
         _Validator(load_schema(schema_path)).iter_errors(config)
     )
     if error is not None:
-        raise ConfigError(
-            f"invalid configuration at '{_location(error.absolute_path)}': {_message(error)}"
-        )
+        key = _location(error.absolute_path)
+        raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)
     names = [model["name"] for model in config["models"]]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -150,8 +157,18 @@ def literal_secrets(config: Any, location: str = "") -> list[str]:
 
 
 def expand_path(value: str | os.PathLike[str]) -> Path:
-    """Expand `~` and environment variables; a relative path stays relative to the workdir."""
-    expanded = os.path.expanduser(os.path.expandvars(os.fspath(value)))
+    """Expand `~` and environment variables; a relative path stays relative to the workdir.
+
+    `$BOUQUET_EVAL_HOME`, when the environment lacks it (outside the workflow), is the
+    repository this package comes from (see `home.workflow_home`).
+    """
+    from bouquet_eval.home import HOME_VARIABLE, workflow_home
+
+    text = os.fspath(value)
+    home = workflow_home()
+    if home is not None and not os.environ.get(HOME_VARIABLE):
+        text = re.sub(rf"\$(\{{{HOME_VARIABLE}\}}|{HOME_VARIABLE}\b)", lambda _: str(home), text)
+    expanded = os.path.expanduser(os.path.expandvars(text))
     if "$" in expanded:
         raise ConfigError(f"path '{value}' refers to an environment variable that is not set")
     return Path(expanded)

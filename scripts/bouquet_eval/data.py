@@ -277,8 +277,10 @@ def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetS
     """
     if settings.get("path"):
         root = expand_path(settings["path"])
+        if root.is_file():
+            raise ConfigError(f"dataset.path: '{root}' is a file, not a folder", "dataset.path")
         if not root.is_dir():
-            raise ConfigError(f"dataset.path: directory '{root}' not found")
+            raise ConfigError(f"dataset.path: directory '{root}' not found", "dataset.path")
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
     return _hub_snapshot(settings, fetch)
 
@@ -339,6 +341,11 @@ def as_direction(direction: Direction | str | Sequence[str]) -> Direction:
     return Direction.parse(f"{source}-{target}")
 
 
+def _absent_languages(codes: Sequence[str]) -> str:
+    # Codes are well-formed by now (the schema checks them): the dataset lacks them.
+    return f"no direction of the dataset has language code(s) {list(codes)}"
+
+
 def select_directions(
     available: Iterable[Direction] | None = None,
     *,
@@ -358,27 +365,30 @@ def select_directions(
         available = dataset_source(dataset).directions()
     available = sorted(available)
     known_languages = {d.src_lang for d in available} | {d.tgt_lang for d in available}
-    for label, languages in (
-        ("src_filter (directions.src_langs)", src_filter),
-        ("tgt_filter (directions.tgt_langs)", tgt_filter),
+    for label, key, languages in (
+        ("src_filter (directions.src_langs)", "directions.src_langs", src_filter),
+        ("tgt_filter (directions.tgt_langs)", "directions.tgt_langs", tgt_filter),
     ):
-        unknown = [code for code in languages if code not in known_languages]
-        if unknown:
-            raise ConfigError(f"{label}: unknown language code(s) {unknown}")
+        absent = [code for code in languages if code not in known_languages]
+        if absent:
+            raise ConfigError(f"{label}: {_absent_languages(absent)}", key)
     chosen = available
     if directions:
         available_set = set(available)
         chosen = []
-        for given in directions:
+        for index, given in enumerate(directions):
             direction = as_direction(given)
             if direction not in available_set:
-                unknown = sorted(
+                absent = sorted(
                     code
                     for code in (direction.src_lang, direction.tgt_lang)
                     if code not in known_languages
                 )
-                detail = f"unknown language code(s) {unknown}" if unknown else "not in the dataset"
-                raise ConfigError(f"directions (directions.list): '{direction}': {detail}")
+                detail = _absent_languages(absent) if absent else "not in the dataset"
+                raise ConfigError(
+                    f"directions (directions.list): '{direction}': {detail}",
+                    f"directions.list[{index}]",
+                )
             chosen.append(direction)
     selected = sorted(
         d

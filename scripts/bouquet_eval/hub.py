@@ -268,11 +268,12 @@ def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str =
             reason = "HF_HUB_OFFLINE is set"
         else:
             reason = f"the Hub ({constants.ENDPOINT}) could not be reached"
+        from bouquet_eval.home import given_configfiles, snakemake_command
+
         return (
             f"{what} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {reason}. "
             "Fetch it on a machine with network access, with the same configuration and "
-            "HF_HOME: `snakemake -s <path to>/workflow/Snakefile --configfile <yours> "
-            "prefetch`; runs without network, and jobs with HF_HUB_OFFLINE=1, then read the "
-            f"cache {otherwise}"
+            f"HF_HOME: `{snakemake_command('prefetch', given_configfiles())}`; runs without "
+            f"network, and jobs with HF_HUB_OFFLINE=1, then read the cache {otherwise}"
         ).rstrip()
     return f"{what}: {type(error).__name__}: {error}"

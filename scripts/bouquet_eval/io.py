@@ -27,17 +27,37 @@ def atomic_path(path: Path) -> Iterator[Path]:
     A crash therefore never leaves a half-written file under the final name.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    # mkstemp creates the file readable by its owner only; give it the usual permissions.
-    os.chmod(temporary, 0o666 & ~_UMASK)
+    with _errors_naming(path):
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+        os.close(handle)
+        # mkstemp creates the file readable by its owner only; give it the usual permissions.
+        os.chmod(temporary, 0o666 & ~_UMASK)
+        try:
+            yield Path(temporary)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
+
+@contextlib.contextmanager
+def _errors_naming(path: Path) -> Iterator[None]:
+    """OSErrors name `path` where they name no file (a failed write, on a full disk) or name
+    its temporary, which the user never sees."""
     try:
-        yield Path(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+        yield
+    except OSError as error:
+        named = error.filename
+        if error.errno is None or (named is not None and not _is_temporary_of(Path(named), path)):
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
+
+
+def _is_temporary_of(candidate: Path, path: Path) -> bool:
+    return candidate.parent == path.parent and candidate.name.startswith(f".{path.name}.")
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:

@@ -12,6 +12,16 @@ from typing import Any
 
 from bouquet_eval.provenance import known_secrets, scrub
 
+SnakemakeJob = Any
+"""The `snakemake` object of a rule script (snakemake.script.Snakemake), whose inputs, outputs
+and params are named by the rule at run time.
+
+Snakemake's preamble defines it in the script it runs, and sets `__file__` to the rule script
+itself. A child process started with `spawn` (vLLM's engine core always is on CPU, and on CUDA
+once CUDA is initialised) re-imports that file as `__mp_main__`, without the preamble: each rule
+script therefore reads `snakemake` and does its job only under `if __name__ == "__main__"`.
+"""
+
 # Relative to the working directory, which all jobs of a run on one machine share.
 GPU_LEASES = Path(".snakemake") / "bouquet-eval-gpu-leases"
 

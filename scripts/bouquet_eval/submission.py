@@ -2,11 +2,12 @@
 
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
 it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml`,
-`COMMANDS.txt` (the exact command lines recorded in the manifest) and `SHA256SUMS` (for
-`sha256sum -c`). Translations sit at the folder's top, so that the folder can be dropped into
-`<output_dir>/<model>/` as it is and verified there with its own `config.yaml`: the latest
-run's configuration (secrets redacted) with this model alone, as translations provided in that
-folder; the model's entry as it was run heads the file as a comment.
+`COMMANDS.txt` (the exact command lines recorded in the manifest, and the one that verifies
+the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so
+that the folder can be dropped into `<output_dir>/<model>/` as it is and verified there with
+its own `config.yaml`: the latest run's configuration (secrets redacted) with this model
+alone, as translations provided in that folder; the model's entry as it was run heads the
+file as a comment.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bouquet_eval.data import Direction
+from bouquet_eval.home import snakemake_command
 from bouquet_eval.io import atomic_path, file_sha256
 
 CHECKSUMS = "SHA256SUMS"
@@ -42,12 +44,13 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
             f"snakemake {entry.get('snakemake_version')}, Python {entry.get('python_version')}",
             shlex.join(command) if command else "# (no command line recorded)",
         ]
+    folder = f"{entries[-1]['config']['output_dir']}/{model}"
     lines += [
         "",
-        "# To check this submission: copy this folder to <output_dir>/<model>/ (where its",
-        "# config.yaml expects it) and, from the folder holding <output_dir>, run:",
-        "# snakemake -s workflow/Snakefile verify --cores 1 "
-        "--configfile <output_dir>/<model>/config.yaml",
+        f"# To check this submission: copy this folder to {folder}/ (where its config.yaml",
+        f"# expects it) and run, from the folder holding {folder}/ (the Snakefile is the",
+        "# workflow's own on the machine that made this file; elsewhere, name your copy's):",
+        f"# {snakemake_command('verify', [f'{folder}/{CONFIG}'])}",
     ]
     return "\n".join(lines) + "\n"
 

@@ -199,14 +199,19 @@ def translate_directions(
             item, rows = work[position], held.pop(position)
             seconds = flight.land(position)
             translations = checked_translations(returned, len(rows), model, item.direction)
-            item.output.publish(
-                partial(write_jsonl, frame=translation_frame(rows, translations)), environment
-            )
             counters = usage_counters(translator)
             counted = {key: value - before.get(key, 0) for key, value in counters.items()}
             before = counters
             record = timing_record(item.direction, len(rows), seconds, counted)
-            write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
+            try:
+                item.output.publish(
+                    partial(write_jsonl, frame=translation_frame(rows, translations)), environment
+                )
+                write_json(output_dir / TIMING_DIR / f"{item.direction}.json", record)
+            except OSError as error:
+                raise TranslationError(
+                    model, str(item.direction), f"its translations cannot be written: {error}"
+                ) from error
             log.info(
                 "%s: %d sentences, %.2f s (%.1f sentences/s); %s",
                 item.direction,
@@ -353,15 +358,15 @@ def checked_translations(
     translations = list(cast(Iterable[object], returned))
     if len(translations) != sentences:
         raise fail(f"the translator returned {len(translations)} outputs for {sentences} sentences")
-    for index, text in enumerate(translations):
+    for number, text in enumerate(translations, start=1):
         if not isinstance(text, str):
-            raise fail(f"output {index} of the translator is a {type(text).__name__}, not a str")
+            raise fail(f"output {number} of the translator is a {type(text).__name__}, not a str")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
             raise fail(
-                f"output {index} of the translator holds {text[error.start]!r} at character "
-                f"{error.start}, a lone surrogate that UTF-8 cannot encode"
+                f"output {number} of the translator holds {text[error.start]!r} at character "
+                f"{error.start + 1}, a lone surrogate that UTF-8 cannot encode"
             ) from None
     return cast(list[str], translations)  # every item was checked to be a str above
 

@@ -6,23 +6,27 @@ import pandas as pd
 
 from bouquet_eval.aggregate import write_csv
 from bouquet_eval.compare import compare_models
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics, metric_columns
 from bouquet_eval.stats import Resampling
 
-snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]) as log:
-    config = snakemake.config
-    rows = {
-        name: pd.read_parquet(path)
-        for name, path in zip(snakemake.params.models, snakemake.input, strict=True)
-    }
-    comparison = compare_models(
-        rows,
-        snakemake.params.baseline,
-        metric_columns(load_metrics(snakemake.params.metrics, config)),
-        Resampling(**config["statistics"]),
-    )
-    write_csv(Path(snakemake.output[0]), comparison)
-    log.info("%d comparisons written to %s", len(comparison), snakemake.output[0])
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        config = snakemake.config
+        rows = {
+            name: pd.read_parquet(path)
+            for name, path in zip(snakemake.params.models, snakemake.input, strict=True)
+        }
+        comparison = compare_models(
+            rows,
+            snakemake.params.baseline,
+            metric_columns(load_metrics(snakemake.params.metrics, config)),
+            Resampling(**config["statistics"]),
+        )
+        write_csv(Path(snakemake.output[0]), comparison)
+        log.info("%d comparisons written to %s", len(comparison), snakemake.output[0])
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

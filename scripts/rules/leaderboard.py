@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.leaderboard import (
     build_leaderboard,
     lower_is_better_columns,
@@ -18,41 +18,46 @@ from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.report import figure_paths, write_figures
 from bouquet_eval.stats import Resampling
 
-snakemake = globals()["snakemake"]
-
 
 def read_timing(path: Path) -> pd.DataFrame:
     # An empty timing.csv (every translation taken from a cache) has no columns at all.
     return pd.read_csv(path) if path.stat().st_size > 1 else pd.DataFrame()
 
 
-with job_logging(snakemake.log[0]) as log:
-    models = snakemake.params.models
-    metrics = load_metrics(snakemake.params.metrics, snakemake.config)
-    columns = score_columns(metrics)
-    results = read_results(
-        models,
-        [Path(path) for path in snakemake.input.scores],
-        [Path(path) for path in snakemake.input.scored_rows],
-        columns,
-    )
-    lower = lower_is_better_columns(metrics)
-    board = build_leaderboard(results, columns, lower, Resampling(**snakemake.config["statistics"]))
-    write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
-    log.info("%d models ranked by %s", len(board), board.attrs["primary"])
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        models = snakemake.params.models
+        metrics = load_metrics(snakemake.params.metrics, snakemake.config)
+        columns = score_columns(metrics)
+        results = read_results(
+            models,
+            [Path(path) for path in snakemake.input.scores],
+            [Path(path) for path in snakemake.input.scored_rows],
+            columns,
+        )
+        lower = lower_is_better_columns(metrics)
+        board = build_leaderboard(
+            results, columns, lower, Resampling(**snakemake.config["statistics"])
+        )
+        write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
+        log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 
-    folder = Path(snakemake.output.page).parent
-    write_figures(
-        figure_paths(folder, models, columns),
-        board,
-        results,
-        {m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)},
-        snakemake.params.gpus,
-        redact(snakemake.config, known_secrets(snakemake.config)),
-        {
-            m: json.loads(Path(p).read_text(encoding="utf-8"))
-            for m, p in zip(models, snakemake.input.manifests, strict=True)
-        },
-        set(lower),
-    )
-    log.info("report figures written to %s", folder)
+        folder = Path(snakemake.output.page).parent
+        write_figures(
+            figure_paths(folder, models, columns),
+            board,
+            results,
+            {m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)},
+            snakemake.params.gpus,
+            redact(snakemake.config, known_secrets(snakemake.config)),
+            {
+                m: json.loads(Path(p).read_text(encoding="utf-8"))
+                for m, p in zip(models, snakemake.input.manifests, strict=True)
+            },
+            set(lower),
+        )
+        log.info("report figures written to %s", folder)
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

@@ -5,37 +5,41 @@ from pathlib import Path
 import pandas as pd
 
 from bouquet_eval.data import Direction, resolve_dataset
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.leaderboard import score_columns
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.mtme import export, needed_columns
 
-snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]) as log:
-    config = snakemake.config
-    models = snakemake.params.models
-    metrics = load_metrics(snakemake.params.metrics, config)
-    columns = score_columns(metrics)
-    scores = {m: pd.read_csv(p) for m, p in zip(models, snakemake.input.scores, strict=True)}
-    rows = {}
-    for model, path in zip(models, snakemake.input.scored_rows, strict=True):
-        available = needed_columns([c for c in columns if c in scores[model]])
-        rows[model] = pd.read_parquet(path, columns=available)
-    directions = [Direction.parse(name) for name in snakemake.params.directions]
-    export(
-        Path(snakemake.output[0]),
-        directions,
-        resolve_dataset(config["dataset"], fetch=False),
-        config["limit"],
-        rows,
-        scores,
-        columns,
-        metrics,
-    )
-    log.info(
-        "%d directions of %d models exported to %s",
-        len(directions),
-        len(models),
-        snakemake.output[0],
-    )
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        config = snakemake.config
+        models = snakemake.params.models
+        metrics = load_metrics(snakemake.params.metrics, config)
+        columns = score_columns(metrics)
+        scores = {m: pd.read_csv(p) for m, p in zip(models, snakemake.input.scores, strict=True)}
+        rows = {}
+        for model, path in zip(models, snakemake.input.scored_rows, strict=True):
+            available = needed_columns([c for c in columns if c in scores[model]])
+            rows[model] = pd.read_parquet(path, columns=available)
+        directions = [Direction.parse(name) for name in snakemake.params.directions]
+        export(
+            Path(snakemake.output[0]),
+            directions,
+            resolve_dataset(config["dataset"], fetch=False),
+            config["limit"],
+            rows,
+            scores,
+            columns,
+            metrics,
+        )
+        log.info(
+            "%d directions of %d models exported to %s",
+            len(directions),
+            len(models),
+            snakemake.output[0],
+        )
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

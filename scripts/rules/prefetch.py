@@ -1,10 +1,14 @@
 """Rule script: fill the Hugging Face cache (run by Snakemake, on a machine with network)."""
 
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.prefetch import prefetch
 
-snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]) as log:
-    for line in prefetch(snakemake.config):
-        log.info("%s", line)
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        for line in prefetch(snakemake.config):
+            log.info("%s", line)
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

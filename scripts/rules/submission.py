@@ -3,17 +3,21 @@
 from pathlib import Path
 
 from bouquet_eval.data import Direction
-from bouquet_eval.jobs import job_logging
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.submission import write_submission
 
-snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]) as log:
-    write_submission(
-        snakemake.wildcards.model,
-        Path(snakemake.input.scores).parent,
-        [Direction.parse(name) for name in snakemake.params.directions],
-        Path(snakemake.output.checksums).parent,
-        Path(snakemake.output.archive),
-    )
-    log.info("submission written to %s", snakemake.output.archive)
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        write_submission(
+            snakemake.wildcards.model,
+            Path(snakemake.input.scores).parent,
+            [Direction.parse(name) for name in snakemake.params.directions],
+            Path(snakemake.output.checksums).parent,
+            Path(snakemake.output.archive),
+        )
+        log.info("submission written to %s", snakemake.output.archive)
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

@@ -5,7 +5,7 @@ from pathlib import Path
 from bouquet_eval.aggregate import write_csv
 from bouquet_eval.data import as_direction, resolve_dataset
 from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, job_logging
+from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.stats import Resampling
 from bouquet_eval.verify import (
@@ -17,25 +17,31 @@ from bouquet_eval.verify import (
     rescore,
 )
 
-snakemake = globals()["snakemake"]
 
-with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GPU_LEASES):
-    config = snakemake.config
-    output = Path(snakemake.output[0])
-    claimed = read_claim(output.parent / "scores.csv")
-    recomputed = rescore(
-        output.parent,
-        directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
-        resolve_dataset(config["dataset"], fetch=False),
-        config["limit"],
-        load_metrics(snakemake.params.metrics, config),
-        Resampling(**config["statistics"]),
-    )
-    verification = compare_scores(claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance})
-    write_csv(output, verification)
-    log.info(
-        "%d values compared, %d differ or are not claimed: %s",
-        len(verification),
-        int(verification["status"].isin(FAILED).sum()),
-        output,
-    )
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GPU_LEASES):
+        config = snakemake.config
+        output = Path(snakemake.output[0])
+        claimed = read_claim(output.parent / "scores.csv")
+        recomputed = rescore(
+            output.parent,
+            directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
+            resolve_dataset(config["dataset"], fetch=False),
+            config["limit"],
+            load_metrics(snakemake.params.metrics, config),
+            Resampling(**config["statistics"]),
+        )
+        verification = compare_scores(
+            claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance}
+        )
+        write_csv(output, verification)
+        log.info(
+            "%d values compared, %d differ or are not claimed: %s",
+            len(verification),
+            int(verification["status"].isin(FAILED).sum()),
+            output,
+        )
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

@@ -6,6 +6,12 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from bouquet_eval.checks import (
+    check_own_objects,
+    refuse_unset_api_keys,
+    stop_planning,
+    warn_of_unset_api_keys,
+)
 from bouquet_eval.config import (
     ConfigError,
     expand_path,
@@ -108,8 +114,11 @@ try:
     )
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(config["metrics"], config)
+    # So are translators and prompt functions of one's own (imported, no model loaded), once.
+    if workflow.is_main_process:
+        check_own_objects(config["models"])
 except ConfigError as error:
-    raise WorkflowError(f"bouquet-eval: {error}") from None
+    stop_planning(error, workflow.configfiles)
 
 SECRETS = known_secrets(config)
 # Jobs run in other processes; they inherit the command line of the run for the manifest.
@@ -139,6 +148,8 @@ if workflow.is_main_process:
         config["limit"],
     )
 DRY_RUN = is_dry_run(sys.argv)
+if DRY_RUN and workflow.is_main_process:
+    warn_of_unset_api_keys(config["models"])
 STALE_OUTPUTS = []
 """Existing outputs found not current while planning (reported once the rules are built)."""
 
@@ -198,10 +209,14 @@ def check_provided(model):
     folder = provided_folder(model)
     if folder is None:
         return
+    key = f"models[{list(MODELS).index(model['name'])}].path"
     if not folder.is_dir():
-        raise WorkflowError(
-            f"bouquet-eval: model '{model['name']}' (translator: provided): folder '{folder}' "
-            "not found"
+        stop_planning(
+            ConfigError(
+                f"model '{model['name']}' (translator: provided): folder '{folder}' not found",
+                key,
+            ),
+            workflow.configfiles,
         )
     missing = [
         str(folder / f"{d}.jsonl")
@@ -212,9 +227,13 @@ def check_provided(model):
         shown = ", ".join(missing[:5]) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         )
-        raise WorkflowError(
-            f"bouquet-eval: model '{model['name']}' (translator: provided, path: {folder}): "
-            f"no translations for {len(missing)} selected direction(s): {shown}"
+        stop_planning(
+            ConfigError(
+                f"model '{model['name']}' (translator: provided, path: {folder}): no "
+                f"translations for {len(missing)} selected direction(s): {shown}",
+                key,
+            ),
+            workflow.configfiles,
         )
     known = {direction.name for direction in DATASET.directions()}
     for path in sorted(folder.glob("*.jsonl")):
@@ -428,6 +447,9 @@ def refuse_slurm_placeholders():
 
 onstart:
     refuse_slurm_placeholders()
+    refuse_unset_api_keys(
+        config["models"], workflow.dag.needrun_jobs(), workflow.configfiles
+    )
 
 
 def score_gpus():

@@ -70,10 +70,11 @@ class MissingAPIKeyError(RuntimeError):
 
 class ChatRequestError(RuntimeError):
     """A prompt that got no answer; `index` is its position in its batch (the list given to
-    `translate`), `batch` the batch's position in a `translate_batches` stream."""
+    `translate`), `batch` the batch's position in a `translate_batches` stream. Messages count
+    prompts from 1, as rows and lines are counted everywhere else."""
 
     def __init__(self, index: int, detail: str, batch: int = 0) -> None:
-        super().__init__(f"prompt {index}: {detail}")
+        super().__init__(f"prompt {index + 1}: {detail}")
         self.index = index
         self.detail = detail
         self.batch = batch
@@ -362,7 +363,7 @@ class OpenAIChatTranslator:
                 )
             log.warning(
                 "prompt %d: %s; retry %d of %d in %.2f s",
-                index,
+                index + 1,
                 reason,
                 attempt + 1,
                 self.max_retries,

@@ -1,0 +1,98 @@
+"""Every command the project prints works as printed, pasted into a shell in a directory that is
+not the repository: the hint of a missing dataset, COMMANDS.txt of a submission, and
+`${BOUQUET_EVAL_HOME}` in a script of one's own."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from bouquet_eval.verify import OK
+
+from .conftest import REPOSITORY, Workflow
+from .hub_server import HubServer
+from .test_data import bouquet_on_hub
+from .test_workflow import bounds_config
+
+DIRECTIONS = ["eng_Latn-fra_Latn"]
+
+
+def pasted(command: str, directory: Path, env: dict[str, str] | None = None) -> None:
+    """Run `command` in a shell in `directory`, with `snakemake` and `python` on PATH as in the
+    environment a user activated; it must succeed."""
+    assert not directory.resolve().is_relative_to(REPOSITORY)
+    environment = Workflow.environment(env)
+    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    environment.pop("BOUQUET_EVAL_HOME", None)
+    finished = subprocess.run(
+        ["bash", "-c", command], cwd=directory, env=environment, capture_output=True, text=True
+    )
+    assert finished.returncode == 0, f"{command}\n{finished.stdout}\n{finished.stderr}"
+
+
+def test_the_missing_dataset_hint_fetches_it(
+    workflow: Workflow, dataset: Path, tmp_path: Path
+) -> None:
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        workflow.write_config(
+            {
+                "dataset": {"name": "facebook/bouquet", "revision": "main"},
+                "directions": {"list": DIRECTIONS},
+                "limit": 2,
+                "models": [{"name": "copy-source", "translator": "copy-source"}],
+            }
+        )
+        cache = tmp_path / "hf"
+        offline = {**hub.environment(cache, token="hf_reader"), "HF_HUB_OFFLINE": "1"}
+        failed = workflow.run(check=False, env=offline)
+        assert failed.returncode != 0
+        hint = re.search(r"HF_HOME: `([^`]+)`", failed.stderr)
+        assert hint, failed.stderr
+        assert hint.group(1).startswith(f"snakemake -s {REPOSITORY}/workflow/Snakefile prefetch ")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        pasted(hint.group(1), elsewhere, hub.environment(cache, token="hf_reader"))
+        workflow.run(env=offline)
+    assert len(pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")) == 1
+
+
+def test_commands_txt_verifies_the_submission(
+    workflow: Workflow, dataset: Path, tmp_path: Path
+) -> None:
+    config = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
+    config["models"] = [{"name": "copy-source", "translator": "copy-source"}]
+    workflow.write_config(config)
+    workflow.run("all", "submission")
+    maintainer = tmp_path / "maintainer"
+    received = maintainer / "runs" / "copy-source"
+    shutil.copytree(workflow.workdir / "runs" / "submission" / "copy-source", received)
+    commands = (received / "COMMANDS.txt").read_text(encoding="utf-8").splitlines()
+    # The last comment: the command that checks the folder once it is in place.
+    verify = commands[-1].removeprefix("# ")
+    assert verify.startswith("snakemake -s /"), verify
+    pasted(verify, maintainer)
+    verification = pd.read_csv(received / "verification.csv")
+    assert set(verification["status"]) == {OK}
+
+
+def test_bouquet_eval_home_in_a_script_of_ones_own(tmp_path: Path) -> None:
+    """Outside the workflow, nothing sets BOUQUET_EVAL_HOME: it is this package's repository."""
+    script = textwrap.dedent(
+        """
+        from bouquet_eval.data import resolve_dataset
+
+        dataset = resolve_dataset({"path": "${BOUQUET_EVAL_HOME}/data/sample/parquet"})
+        print(len(dataset.directions()))
+        """
+    )
+    (tmp_path / "mine.py").write_text(script, encoding="utf-8")
+    pasted("python mine.py", tmp_path)
