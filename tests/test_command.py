@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from importlib import import_module
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import tomllib
 import yaml
 
 from bouquet_eval import cli

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from .conftest import PLUGINS, Workflow, python_path
-from .test_workflow import bounds_config, recording_model
+from .workflow_configs import bounds_config, recording_model
 
 # Fills the file system of its folder, then answers: the job's own writes find it full.
 FILLING_TRANSLATOR = textwrap.dedent(

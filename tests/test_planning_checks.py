@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from .conftest import PLUGINS, Workflow, python_path
-from .test_workflow import bounds_config
+from .workflow_configs import bounds_config
 
 # Objects of one's own, in a module of the user's (on PYTHONPATH).
 OWN_MODULE = textwrap.dedent(

@@ -17,9 +17,9 @@ import pandas as pd
 from bouquet_eval.verify import OK
 
 from .conftest import REPOSITORY, Workflow
+from .hub_datasets import bouquet_on_hub
 from .hub_server import HubServer
-from .test_data import bouquet_on_hub
-from .test_workflow import bounds_config
+from .workflow_configs import bounds_config
 
 DIRECTIONS = ["eng_Latn-fra_Latn"]
 
