@@ -154,7 +154,7 @@ def test_is_a_translator(server: ChatServer) -> None:
 def test_answers_come_back_in_prompt_order(server: ChatServer) -> None:
     prompts = [f"sentence {i}" for i in range(8)]
     translator = make(server, concurrency=8)
-    translator.translate(["warm-up"])  # aiohttp's import, outside the timing
+    translator.translate(["warm-up"])  # the client's import, outside the timing
     # The first to arrive is answered last, so replies come back roughly in reverse.
     server.script(*(answer(delay=0.05 * (8 - i)) for i in range(8)))
     started = time.monotonic()
@@ -248,7 +248,7 @@ def test_retry_waits_as_the_server_asks(
 
 def test_retry_after_too_long_fails_at_once(server: ChatServer) -> None:
     server.script(rate_limit(retry_after="3600"))
-    with pytest.raises(ChatRequestError, match=r"prompt 0: HTTP 429: .*wait 3600 s"):
+    with pytest.raises(ChatRequestError, match=r"prompt 1: HTTP 429: .*wait 3600 s"):
         make(server).translate(["Hello."])
     assert len(server.chat_requests) == 1
 
@@ -268,7 +268,7 @@ def test_a_client_error_fails_at_once(server: ChatServer, status: int) -> None:
     with pytest.raises(ChatRequestError) as raised:
         make(server).translate(["Hello."])
     assert str(raised.value) == (
-        f"prompt 0: the server refused the request: HTTP {status}: max_tokens is too large"
+        f"prompt 1: the server refused the request: HTTP {status}: max_tokens is too large"
     )
     assert raised.value.index == 0
     assert len(server.chat_requests) == 1
@@ -312,7 +312,7 @@ def test_a_lasting_fault_fails_after_the_bounded_attempts(
         # One at a time, so that prompt 0 takes the scripted answer and prompt 1 the fault.
         make(server, max_retries=3, concurrency=1).translate(["first", "second"])
     assert raised.value.index == 1
-    assert str(raised.value).startswith("prompt 1: gave up after 4 attempts; the last one: ")
+    assert str(raised.value).startswith("prompt 2: gave up after 4 attempts; the last one: ")
     assert reason in str(raised.value)
     assert [request.prompt for request in server.chat_requests] == ["first"] + ["second"] * 4
 
@@ -522,7 +522,7 @@ def test_a_failure_names_its_direction_and_keeps_the_others(
         next(stream)
     assert failure.value.index == 1
     assert str(failure.value) == (
-        "prompt 1: the server refused the request: HTTP 400: too long (0 other prompts failed "
+        "prompt 2: the server refused the request: HTTP 400: too long (0 other prompts failed "
         "as well and 1 were not sent; the answers received are kept)"
     )
     with pytest.raises(StopIteration):
@@ -557,7 +557,7 @@ def test_a_server_that_stops_answering_is_a_stall(server: ChatServer, tmp_path: 
         handler, request
     )
     translator = make(server, timeout=600.0, cache_dir=tmp_path / "requests")
-    translator.translate([])  # aiohttp's import, which counts as no progress
+    translator.translate([])  # the client's import, which counts as no progress
     started = time.monotonic()
     with pytest.raises(TranslatorStalled, match=r"model out, direction eng_Latn-fra_Latn: the "
                        r"translator made no progress for 1 s"):  # fmt: skip
@@ -649,7 +649,7 @@ def test_an_https_endpoint_gives_the_proxy_its_credentials_and_not_the_key(
     address = server.url.removeprefix("http://").removesuffix("/v1")
     monkeypatch.setenv("HTTPS_PROXY", f"http://user:secret@{address}")
     translator = make(server, base_url="https://api.example.invalid/v1", max_retries=0)
-    with pytest.raises(ChatRequestError, match=r"prompt 0: .*connection failed .*502"):
+    with pytest.raises(ChatRequestError, match=r"prompt 1: .*connection failed .*502"):
         translator.translate(["a"])
     (connect,) = server.requests
     assert (connect.method, connect.target) == ("CONNECT", "api.example.invalid:443")
@@ -671,7 +671,7 @@ def test_no_proxy_sends_requests_directly(
 def test_importing_the_module_does_not_import_the_http_client() -> None:
     code = (
         "import sys, bouquet_eval.translators.openai_chat, bouquet_eval.translators.reasoning\n"
-        "assert 'aiohttp' not in sys.modules, 'aiohttp was imported'"
+        "assert 'openai' not in sys.modules, 'openai was imported'"
     )
     environment = {**os.environ, "PYTHONPATH": python_path()}
     subprocess.run([sys.executable, "-c", code], env=environment, check=True)
