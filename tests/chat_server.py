@@ -11,7 +11,8 @@ empty; a fault is a function that writes (or withholds) the reply. The default a
 recorded with its headers and body. Requests addressed to it as an HTTP proxy (a whole URL in
 the request line) are answered as well, so that it can stand in for a proxy too; CONNECT, to
 open a tunnel, is recorded and refused. Leaving the `with` block releases requests held by `hang`
-or `answer(delay=…)`, closes every connection and joins every handler thread.
+or `answer(delay=…)`, closes every connection and joins every handler thread. It speaks the Files
+and Batches API too (`server.batches`, see tests/batch_api.py).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from .batch_api import BatchAPI
+
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
+FILES_PATH = "/v1/files"
+BATCHES_PATH = "/v1/batches"
 
 
 @dataclass
@@ -204,7 +209,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the request record instead."""
 
     def do_GET(self) -> None:
-        if urllib.parse.urlsplit(self.path).path.rstrip("/") != MODELS_PATH:
+        path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+        if path.startswith((FILES_PATH, BATCHES_PATH)):
+            self.batch_get(path)
+            return
+        if path != MODELS_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         model = {"id": self.server.owner.model, "object": "model", "owned_by": "test"}
@@ -223,6 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         request = Request("POST", self.path, self.lowercase_headers(), body)
         self.server.owner.record(request)
+        if request.path.rstrip("/") in (FILES_PATH, BATCHES_PATH):
+            self.batch_post(request.path.rstrip("/"), raw, body)
+            return
         if request.path.rstrip("/") != CHAT_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -234,6 +246,42 @@ class _Handler(BaseHTTPRequestHandler):
             self.drop()
             return
         self.server.owner.next_fault()(self, request)
+
+    def batch_get(self, path: str) -> None:
+        api = self.server.owner.batches
+        parts = path.split("/")  # "", "v1", "files" or "batches", id, "content"
+        if path == BATCHES_PATH:
+            self.send_json(200, api.listing())
+            return
+        if parts[2] == "files" and len(parts) == 5 and parts[4] == "content":
+            content = api.content(parts[3])
+            if content is not None:
+                self.send_bytes(200, content, "application/octet-stream")
+                return
+        if parts[2] == "batches" and len(parts) == 4:
+            if api.drop_next_retrieve:
+                api.drop_next_retrieve = False
+                self.drop()
+                return
+            batch = api.retrieve(parts[3])
+            if batch is not None:
+                self.send_json(200, batch)
+                return
+        self.send_json(404, {"error": {"message": f"no such object {path}"}})
+
+    def batch_post(self, path: str, raw: bytes, body: Any) -> None:
+        api = self.server.owner.batches
+        if path == FILES_PATH:
+            self.send_json(200, api.upload(self.headers.get("Content-Type", ""), raw))
+            return
+        batch = api.create(body if isinstance(body, dict) else {})
+        if isinstance(batch, str):
+            self.send_json(400, {"error": {"message": batch}})
+        elif api.hang_creates:
+            self.stopping(None)
+            self.drop()
+        else:
+            self.send_json(200, batch)
 
     def lowercase_headers(self) -> dict[str, str]:
         return {key.lower(): value for key, value in self.headers.items()}
@@ -318,6 +366,7 @@ class ChatServer:
     latency: float = 0.0
     model: str = "test-model"
     default: Fault = field(default_factory=answer)
+    batches: BatchAPI = field(default_factory=BatchAPI, init=False)
     stopped: threading.Event = field(default_factory=threading.Event, init=False)
     _faults: deque[Fault] = field(default_factory=deque, init=False)
     _requests: list[Request] = field(default_factory=list, init=False)

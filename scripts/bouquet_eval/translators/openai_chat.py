@@ -96,17 +96,18 @@ class Usage:
     completion_tokens: int = 0  # reasoning tokens included, as the API counts them
     reasoning_tokens: int = 0  # `completion_tokens_details.reasoning_tokens`, where reported
     truncated: int = 0  # answers cut at the token limit (finish_reason "length")
+    polls: int = 0  # looks at a pending batch (mode batch): progress while batches run
 
 
 @dataclass(frozen=True)
-class _Answer:
+class Answer:
     content: str
     usage: Mapping[str, Any]
     truncated: bool
 
 
 @dataclass(frozen=True)
-class _Failure:
+class Failure:
     reason: str
     retryable: bool = True
     retry_after: float | None = None
@@ -151,7 +152,14 @@ class OpenAIChatTranslator:
         extra_body: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         retry_backoff: float = 0.5,
+        mode: str = "online",
+        batch_poll_interval: float = 30.0,
+        batch_wait: float | None = None,
     ) -> None:
+        if mode not in ("online", "batch"):
+            raise ValueError(f"mode must be online or batch, not {mode!r}")
+        if mode == "batch" and cache_dir is None:
+            raise ValueError("mode batch needs a request cache (cache_dir) to resume from")
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
         if max_retries < 0:
@@ -170,6 +178,9 @@ class OpenAIChatTranslator:
         self.max_retries = max_retries
         self.extra_body = extra_body
         self.retry_backoff = retry_backoff
+        self.mode = mode
+        self.batch_poll_interval = batch_poll_interval
+        self.batch_wait = batch_wait
         self.cache = RequestCache(Path(cache_dir)) if cache_dir is not None else None
         self.usage = Usage()
         self._api_key()  # a missing key fails here, before any direction is started
@@ -198,6 +209,9 @@ class OpenAIChatTranslator:
             raise BatchError(error.batch, str(error)) from error
 
     def _stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        if self.mode == "batch":
+            yield from self._batch_stream(batches)
+            return
         # The event loop runs while this generator waits for the next finished batch, and
         # pauses while the caller handles one (writing a file: milliseconds).
         loop = asyncio.new_event_loop()
@@ -211,20 +225,22 @@ class OpenAIChatTranslator:
                 loop.run_until_complete(stream.close())
             loop.close()
 
+    def _batch_stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        import openai
+
+        from bouquet_eval.translators.openai_batch import BatchRun
+
+        # The client's own retries cover uploads, creates and downloads, which are not paid.
+        with openai.OpenAI(**self._client_options(), max_retries=self.max_retries) as client:
+            yield from BatchRun(self, client).stream(batches)
+
     async def _open(self, batches: Iterator[tuple[int, list[str]]]) -> _Stream:
         import httpx2
         import openai
 
-        secret = self._api_key()
-        # One INFO line per request would drown the job log.
-        logging.getLogger("httpx2").setLevel(logging.WARNING)
         client = openai.AsyncOpenAI(
-            # The client insists on a key; a keyless server gets no Authorization header.
-            api_key=secret or "unused",
-            base_url=self.endpoint(),
-            timeout=self.timeout,
+            **self._client_options(),
             max_retries=0,
-            default_headers={"User-Agent": f"bouquet-eval/{_version()}"},
             http_client=openai.DefaultAioHttpClient(
                 follow_redirects=False,
                 limits=httpx2.Limits(max_connections=self.concurrency),
@@ -232,12 +248,29 @@ class OpenAIChatTranslator:
         )
         session = _Session(
             client,
-            secret,
-            {} if secret is not None else {"Authorization": openai.omit},
+            self._api_key(),
+            self.request_headers(),
             asyncio.Semaphore(self.concurrency),
             CacheWriter(self.cache) if self.cache is not None else None,
         )
         return _Stream(self, session, batches)
+
+    def _client_options(self) -> dict[str, Any]:
+        # One INFO line per request would drown the job log.
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
+        return {
+            # The client insists on a key; a keyless server gets no Authorization header.
+            "api_key": self._api_key() or "unused",
+            "base_url": self.endpoint(),
+            "timeout": self.timeout,
+            "default_headers": {"User-Agent": f"bouquet-eval/{_version()}"},
+        }
+
+    def request_headers(self) -> dict[str, Any]:
+        """Headers for each request: no Authorization at all for a server without keys."""
+        import openai
+
+        return {} if self.api_key_env is not None else {"Authorization": openai.omit}
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -251,6 +284,10 @@ class OpenAIChatTranslator:
             )
         return key
 
+    def request_body(self, prompt: str) -> dict[str, Any]:
+        """What is sent for `prompt`, vendor parameters included."""
+        return {**self._request(prompt), **(self.extra_body or {})}
+
     def _request(self, prompt: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": prompt}]
         if self.system_prompt is not None:
@@ -262,7 +299,7 @@ class OpenAIChatTranslator:
             request["seed"] = self.seed
         return request
 
-    def _key(self, prompt: str) -> str:
+    def key(self, prompt: str) -> str:
         """Identifies a request by everything that decides its answer, and nothing secret."""
         material = {
             "base_url": self.endpoint(),
@@ -273,13 +310,13 @@ class OpenAIChatTranslator:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     async def _complete(self, session: _Session, index: int, prompt: str) -> str:
-        request = self._request(prompt)
+        request = self.request_body(prompt)
         attempt = 0
         while True:
             self.usage.requests += 1
             outcome = await self._attempt(session, request)
-            if isinstance(outcome, _Answer):
-                self._count(outcome)
+            if isinstance(outcome, Answer):
+                self.count(outcome)
                 return outcome.content
             reason = session.scrub(outcome.reason)
             if not outcome.retryable:
@@ -307,7 +344,7 @@ class OpenAIChatTranslator:
             attempt += 1
             self.usage.retries += 1
 
-    async def _attempt(self, session: _Session, request: dict[str, Any]) -> _Answer | _Failure:
+    async def _attempt(self, session: _Session, request: dict[str, Any]) -> Answer | Failure:
         import httpx2
         import openai
 
@@ -315,7 +352,7 @@ class OpenAIChatTranslator:
             reply = await session.client.post(
                 "/chat/completions",
                 cast_to=httpx2.Response,
-                body={**request, **(self.extra_body or {})},
+                body=request,
                 options={"headers": session.headers},
             )
         except openai.APIConnectionError as error:  # timeouts included
@@ -323,23 +360,23 @@ class OpenAIChatTranslator:
             # aiohttp's errors to httpx2's) call some dropped connections timeouts.
             cause = _first_cause(error)
             if isinstance(cause, TimeoutError):
-                return _Failure(f"no reply within {self.timeout:g} s")
-            return _Failure(f"connection failed ({type(cause).__name__}: {cause})")
+                return Failure(f"no reply within {self.timeout:g} s")
+            return Failure(f"connection failed ({type(cause).__name__}: {cause})")
         except openai.APIStatusError as error:
             return self._status_failure(error.response)
-        return _read_reply(reply.content)
+        return read_reply(reply.content)
 
-    def _status_failure(self, response: Any) -> _Failure:
+    def _status_failure(self, response: Any) -> Failure:
         """What a reply that is not a 2xx means (an `httpx2.Response`)."""
         status: int = response.status_code
         if 300 <= status < 400:
             location = response.headers.get("Location", "nowhere")
-            return _Failure(
+            return Failure(
                 f"HTTP {status}: {self.endpoint()} redirects to {location}; set base_url to the "
                 "address requests end up at",
                 retryable=False,
             )
-        return _Failure(
+        return Failure(
             f"HTTP {status}: {_error_message(response.content)}",
             retryable=status in RETRYABLE_STATUSES or status >= 500,
             retry_after=retry_after_seconds(response.headers),
@@ -355,7 +392,8 @@ class OpenAIChatTranslator:
         # Jitter, so that requests rejected together do not all come back together.
         return backoff * (1 - 0.25 * random.random())
 
-    def _count(self, answer: _Answer) -> None:
+    def count(self, answer: Answer) -> None:
+        """Add an answer's tokens to `usage`."""
         details = answer.usage.get("completion_tokens_details")
         counts = {
             "prompt_tokens": answer.usage.get("prompt_tokens"),
@@ -434,7 +472,7 @@ class _Stream:
         self, index: int, prompts: list[str]
     ) -> tuple[list[str], dict[str, str], dict[str, asyncio.Task[str | None]]]:
         """A batch's keys, the answers known already, and the requests for the others."""
-        keys = [self.translator._key(prompt) for prompt in prompts]
+        keys = [self.translator.key(prompt) for prompt in prompts]
         known = self.translator.cache.answers() if self.translator.cache is not None else {}
         answers: dict[str, str] = {}
         for key in keys:
@@ -541,15 +579,15 @@ class _Stream:
             await self.session.writer.flush()
 
 
-def _read_reply(payload: bytes) -> _Answer | _Failure:
+def read_reply(payload: bytes) -> Answer | Failure:
     """The answer in a 2xx's body, or what is wrong with the body."""
     try:
         data = json.loads(payload)
     except ValueError:  # also a UnicodeDecodeError
-        return _Failure(f"the reply is not JSON: {_excerpt(payload)!r}")
+        return Failure(f"the reply is not JSON: {_excerpt(payload)!r}")
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
-        return _Failure(f"the reply has no choices: {_excerpt(payload)!r}")
+        return Failure(f"the reply has no choices: {_excerpt(payload)!r}")
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
@@ -557,9 +595,9 @@ def _read_reply(payload: bytes) -> _Answer | _Failure:
     if not isinstance(content, str):
         reasoning = any(message.get(name) for name in ("reasoning", "reasoning_content"))
         hint = " (it has reasoning only: is max_tokens too small?)" if reasoning else ""
-        return _Failure(f"the reply's content is null{hint}")
+        return Failure(f"the reply's content is null{hint}")
     usage = data.get("usage")
-    return _Answer(
+    return Answer(
         content, usage if isinstance(usage, dict) else {}, choice.get("finish_reason") == "length"
     )
 

@@ -48,28 +48,9 @@ class RequestCache:
             for key, content in records
         )
         if self._path is None:
-            self._path = self._create_file()
-        descriptor = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-        try:
-            remaining = memoryview(lines.encode())
-            while remaining:
-                remaining = remaining[os.write(descriptor, remaining) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+            self._path = create_own_file(self.directory)
+        append_durably(self._path, lines)
         self.answers().update(records)
-
-    def _create_file(self) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{uuid.uuid4().hex}.jsonl"
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        # The new name must be on disk too, or a crash could lose the file with its records.
-        directory = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        return path
 
     def _load(self) -> dict[str, str]:
         answers: dict[str, str] = {}
@@ -86,6 +67,32 @@ class RequestCache:
                 "%s: skipped %d unreadable records (torn by a crash?)", self.directory, skipped
             )
         return answers
+
+
+def create_own_file(directory: Path) -> Path:
+    """A new, empty JSON Lines file in `directory`, named at random, durably."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4().hex}.jsonl"
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    # The new name must be on disk too, or a crash could lose the file with its records.
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    return path
+
+
+def append_durably(path: Path, lines: str) -> None:
+    """Append with one write and an fsync: a crash can tear only the last line."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        remaining = memoryview(lines.encode())
+        while remaining:
+            remaining = remaining[os.write(descriptor, remaining) :]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _parse_record(line: bytes) -> tuple[str, str] | None:
