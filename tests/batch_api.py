@@ -66,6 +66,7 @@ class BatchAPI:
             for part in message.iter_parts()
         }
         content = parts["file"].get_payload(decode=True)
+        assert isinstance(content, bytes), "the upload has no file part"
         with self._lock:
             file_id = f"file-{len(self.files) + 1}"
             self.files[file_id] = content

@@ -8,19 +8,22 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bouquet_eval.translators import BatchError
-from bouquet_eval.translators import openai_batch
+from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.prompt import build_prompt
+from bouquet_eval.translate import TIMING_DIR, translate_directions
+from bouquet_eval.translators import BatchError, openai_batch
 from bouquet_eval.translators.openai_batch import BatchesPending
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
 
 from .batch_api import ERROR_FIRST, EXPIRE_HALF, FAIL
 from .chat_server import ChatServer
-from .conftest import python_path
+from .conftest import SAMPLE, python_path
 from .test_openai_chat import wait_until
 
 DIRECTIONS = [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(4)], ["a0", "c0"]]
@@ -176,3 +179,44 @@ def test_a_kill_between_upload_and_create_pays_nothing_twice(
     # The rerun found the batch among the account's, instead of making a second one.
     assert len(server.batches.batches) == 1
     assert Counter(server.batches.answered_prompts) == Counter(PROMPTS)
+
+
+def ready(
+    translator: OpenAIChatTranslator,
+) -> Callable[[], tuple[OpenAIChatTranslator, Callable[[str, str, str], str]]]:
+    return lambda: (translator, build_prompt)
+
+
+def test_a_translate_job_in_batch_mode_publishes_what_the_online_one_does(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    dataset = resolve_dataset({"path": str(SAMPLE)})
+    directions = [Direction.parse("eng_Latn-deu_Latn"), Direction.parse("eng_Latn-fra_Latn")]
+    published = {}
+
+    def prompts(direction: Direction) -> list[str]:
+        rows = dataset.load(direction, 3)
+        return [build_prompt(r.src_lang, r.tgt_lang, r.src_text) for r in rows.itertuples()]
+
+    for mode in ("online", "batch"):
+        output = tmp_path / mode / "model"
+        translator = batch_translator(server, output / ".cache" / "requests", mode=mode)
+        translate_directions(
+            directions,
+            dataset,
+            output,
+            ready(translator),
+            {"translator": "openai"},
+            limit=3,
+        )
+        published[mode] = {path.name: path.read_bytes() for path in output.glob("*.jsonl")}
+        timing = [
+            json.loads((output / TIMING_DIR / f"{direction}.json").read_text())
+            for direction in directions
+        ]
+        # Each direction's own tokens (the server counts words): 3 prompts of one template.
+        words = [sum(len(p.split()) for p in prompts(direction)) for direction in directions]
+        assert [record["prompt_tokens"] for record in timing] == words
+    assert published["batch"] == published["online"]
+    assert len(published["batch"]) == 2
+    assert len(server.batches.batches) == 1

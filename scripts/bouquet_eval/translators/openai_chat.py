@@ -309,15 +309,14 @@ class OpenAIChatTranslator:
         canonical = json.dumps(material, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
-    async def _complete(self, session: _Session, index: int, prompt: str) -> str:
+    async def _complete(self, session: _Session, index: int, prompt: str) -> Answer:
         request = self.request_body(prompt)
         attempt = 0
         while True:
             self.usage.requests += 1
             outcome = await self._attempt(session, request)
             if isinstance(outcome, Answer):
-                self.count(outcome)
-                return outcome.content
+                return outcome
             reason = session.scrub(outcome.reason)
             if not outcome.retryable:
                 raise ChatRequestError(index, f"the server refused the request: {reason}")
@@ -428,8 +427,11 @@ class _Stream:
         self.session = session
         self.batches = batches
         # Finished batches, and None whenever the state changed (a batch ended, feeding ended).
-        self.events: asyncio.Queue[tuple[int, list[str]] | None] = asyncio.Queue()
+        self.events: asyncio.Queue[tuple[int, list[str], list[Answer]] | None] = asyncio.Queue()
         self.received: dict[str, str] = {}
+        # Answers whose tokens are counted when their batch is handed back, so that each
+        # batch's (direction's) counts are its own although their requests overlap.
+        self.uncounted: dict[str, Answer] = {}
         self.under_way: dict[str, asyncio.Task[str | None]] = {}
         self.room = asyncio.Event()
         self.open_batches = 0
@@ -512,7 +514,8 @@ class _Stream:
                 answers[key] = reply
             if self.session.writer is not None:
                 await self.session.writer.flush()
-            self.events.put_nowait((index, [answers[key] for key in keys]))
+            tokens = [self.uncounted.pop(key) for key in set(keys) if key in self.uncounted]
+            self.events.put_nowait((index, [answers[key] for key in keys], tokens))
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # a cache that cannot be written, an interruption
@@ -543,12 +546,14 @@ class _Stream:
                 self.skipped += 1
                 return None
             try:
-                content = await self.translator._complete(session, position, prompt)
+                answer = await self.translator._complete(session, position, prompt)
             except ChatRequestError as error:
                 error.batch = batch
                 session.failures.append(error)
                 return None
+        content = answer.content
         self.received[key] = content
+        self.uncounted[key] = answer
         if session.writer is not None:
             session.writer.add(key, content)
         return content
@@ -558,7 +563,10 @@ class _Stream:
         while True:
             event = await self.events.get()
             if event is not None:
-                return event
+                index, answers, tokens = event
+                for answer in tokens:
+                    self.translator.count(answer)
+                return index, answers
             if self.fed and self.open_batches == 0 and self.events.empty():
                 break
         if self.error is not None:
