@@ -1,0 +1,72 @@
+"""API models through the workflow, as users run them: batch and online modes, tokens, cost."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from .chat_server import ChatServer
+from .conftest import Workflow
+from .test_workflow import SAMPLE_DIRECTIONS, bounds_config
+
+DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:2]]
+PRICE = {"input": 2.0, "output": 8.0}
+
+
+def api_config(dataset: Path, url: str, mode: str) -> dict:
+    model = {
+        "name": "api",
+        "translator": "openai",
+        "model": "test-model",
+        "base_url": url,
+        "api_key_env": None,
+        "mode": mode,
+        "batch_poll_interval": 0.01,
+    }
+    return bounds_config(
+        dataset,
+        shards=1,
+        limit=3,
+        directions={"list": DIRECTIONS},
+        models=[model],
+        prices={"api": PRICE},
+    )
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def test_batch_and_online_runs_agree_and_cost_what_their_tokens_say(
+    tmp_path: Path, dataset: Path
+) -> None:
+    translations, costs = {}, {}
+    with ChatServer() as server:
+        for mode in ("online", "batch"):
+            workdir = tmp_path / mode
+            workdir.mkdir()
+            workflow = Workflow(workdir)
+            workflow.write_config(api_config(dataset, server.url, mode))
+            workflow.run()
+            folder = workdir / "runs" / "api"
+            translations[mode] = {p.name: p.read_bytes() for p in folder.glob("*.jsonl")}
+            timing = rows(folder / "timing.csv")
+            direction_costs = [
+                (int(r["prompt_tokens"]) * PRICE["input"] + int(r["completion_tokens"]) * 8.0)
+                / 1e6
+                * (0.5 if mode == "batch" else 1.0)
+                for r in timing
+            ]
+            assert [float(r["cost"]) for r in timing] == direction_costs
+            (overall,) = [r for r in rows(folder / "summary.csv") if r["group"] == "all"]
+            costs[mode] = float(overall["cost"])
+            assert costs[mode] == sum(direction_costs) > 0
+            manifest = json.loads((folder / "manifest.json").read_text())["entries"][-1]
+            assert manifest["timing"]["cost"] == costs[mode]
+        assert len(server.batches.batches) == 1
+    assert translations["batch"] == translations["online"]
+    assert len(translations["batch"]) == 2
+    # The same tokens, at half the price.
+    assert costs["batch"] == costs["online"] / 2
