@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+from bouquet_eval.report import run_page
+
 from .chat_server import ChatServer
 from .conftest import Workflow
 from .test_workflow import SAMPLE_DIRECTIONS, bounds_config
@@ -70,3 +72,9 @@ def test_batch_and_online_runs_agree_and_cost_what_their_tokens_say(
     assert len(translations["batch"]) == 2
     # The same tokens, at half the price.
     assert costs["batch"] == costs["online"] / 2
+
+
+def test_the_run_page_names_each_models_tokens_and_cost() -> None:
+    timing = {"prompt_tokens": 1200.0, "completion_tokens": 300.0, "cost": 0.0048}
+    page = run_page({}, {"api": {"entries": [{"timing": timing}]}, "local": {"entries": [{}]}})
+    assert page.count("prompt tokens 1,200; completion tokens 300; cost 0.0048.") == 1
