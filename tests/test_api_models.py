@@ -6,6 +6,9 @@ import csv
 import json
 from pathlib import Path
 
+from bouquet_eval.data import resolve_dataset
+from bouquet_eval.estimate import CHARACTERS_PER_TOKEN
+from bouquet_eval.prompt import build_prompt
 from bouquet_eval.report import run_page
 
 from .chat_server import ChatServer
@@ -78,3 +81,22 @@ def test_the_run_page_names_each_models_tokens_and_cost() -> None:
     timing = {"prompt_tokens": 1200.0, "completion_tokens": 300.0, "cost": 0.0048}
     page = run_page({}, {"api": {"entries": [{"timing": timing}]}, "local": {"entries": [{}]}})
     assert page.count("prompt tokens 1,200; completion tokens 300; cost 0.0048.") == 1
+
+
+def test_a_dry_run_estimates_requests_tokens_and_cost(tmp_path: Path, dataset: Path) -> None:
+    workflow = Workflow(tmp_path)
+    workflow.write_config(api_config(dataset, "http://127.0.0.1:9/v1", "batch"))
+    result = workflow.run("--dry-run")
+    (line,) = [line for line in result.stderr.splitlines() if "will send" in line]
+    prompts = [
+        build_prompt(row.src_lang, row.tgt_lang, row.src_text)
+        for direction in SAMPLE_DIRECTIONS[:2]
+        for row in resolve_dataset({"path": str(dataset)}).load(direction, 3).itertuples()
+    ]
+    tokens = sum(round(len(prompt) / CHARACTERS_PER_TOKEN) for prompt in prompts)
+    assert line.startswith(
+        f"bouquet-eval: api will send up to 6 requests for 2 directions: about {tokens:,} "
+        "input tokens (characters / 4) and "
+    )
+    assert ", costing about " in line
+    assert not (tmp_path / "runs").exists()
