@@ -129,7 +129,8 @@ def test_a_job_that_stops_waiting_is_picked_up_by_the_rerun(
 ) -> None:
     with pytest.raises(BatchesPending, match=r"1 batches still pending after 0 s \(batch-1\)"):
         dict(batch_translator(server, tmp_path, batch_wait=0).translate_batches(DIRECTIONS))
-    rerun = batch_translator(server, tmp_path)
+    # The rerun looks before it gives up waiting, and so finds the batch done.
+    rerun = batch_translator(server, tmp_path, batch_wait=0)
     assert dict(rerun.translate_batches(DIRECTIONS)) == EXPECTED
     assert len(server.batches.batches) == 1
     assert rerun.usage.requests == 0

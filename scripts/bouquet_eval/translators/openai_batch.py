@@ -143,17 +143,19 @@ class BatchRun:
                 open_batches += self._submit(to_submit, prompts_of)
                 interval = self.translator.batch_poll_interval
             self._log_pending(open_batches, unanswered, waiting)
+            time.sleep(interval)
+            interval = min(interval * 2, MAX_POLL_INTERVAL)
+            open_batches = [batch for batch in open_batches if not self._poll(batch)]
+            yield from self._finished(waiting)
+            # Checked after a look at the batches, so that a job run only to pick them up
+            # (batch_wait: 0) does look.
             wait = self.translator.batch_wait
-            if wait is not None and time.monotonic() - started >= wait:
+            if waiting and open_batches and wait is not None and time.monotonic() - started >= wait:
                 raise BatchesPending(
                     f"{len(open_batches)} batches still pending after {wait:g} s "
                     f"({', '.join(open_batches)}); run the same command again later to pick "
                     "them up (nothing is submitted again)"
                 )
-            time.sleep(interval)
-            interval = min(interval * 2, MAX_POLL_INTERVAL)
-            open_batches = [batch for batch in open_batches if not self._poll(batch)]
-            yield from self._finished(waiting)
 
     def _finished(self, waiting: dict[int, list[str]]) -> Iterator[tuple[int, list[str]]]:
         """Hand back the waiting directions whose answers are all in, counting their tokens."""
