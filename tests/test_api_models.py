@@ -100,3 +100,24 @@ def test_a_dry_run_estimates_requests_tokens_and_cost(tmp_path: Path, dataset: P
     )
     assert ", costing about " in line
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_that_stops_waiting_is_picked_up_by_the_same_command(
+    workflow: Workflow, dataset: Path
+) -> None:
+    with ChatServer() as server:
+        config = api_config(dataset, server.url, "batch")
+        config["models"][0]["batch_wait"] = 0
+        workflow.write_config(config)
+        first = workflow.run(check=False)
+        assert first.returncode != 0
+        log = "".join(path.read_text() for path in (workflow.workdir / "logs").rglob("*.log"))
+        assert "waiting for 1 batches (batch-1): 6 requests unanswered, 2 directions pending" in log
+        assert "1 batches still pending after 0 s (batch-1); run the same command again" in log
+        assert not list((workflow.workdir / "runs" / "api").glob("*.jsonl"))
+        workflow.run()
+        assert len(list((workflow.workdir / "runs" / "api").glob("*.jsonl"))) == 2
+        assert len(server.batches.batches) == 1
+        assert sorted(server.batches.answered_prompts) == sorted(
+            set(server.batches.answered_prompts)
+        )
