@@ -12,9 +12,10 @@ requests that failed). Faults, taken by batches in the order they are created
 - `ERROR_FIRST`: the batch completes, but its first request failed (a 500 in the error file).
 
 `drop_next_retrieve` closes the connection of the next retrieve without a reply (a lost
-connection while polling); `hang_creates` holds every create after recording the batch (a client
-killed between sending the create and reading the reply). Every answered prompt is recorded, so
-that tests can check that none was answered (billed) twice.
+connection while polling); `hang_creates` holds every create after making the batch (a client
+killed between sending the create and reading the reply), and `drop_next_create` closes the
+connection of the next create after making its batch (a reply lost on the way). Every answered
+prompt is recorded, so that tests can check that none was answered (billed) twice.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class BatchAPI:
     answered_prompts: list[str | None] = field(default_factory=list)
     drop_next_retrieve: bool = False
     hang_creates: bool = False
+    drop_next_create: bool = False
     retrieves: int = 0
     _faults: deque[str | None] = field(default_factory=deque)
     _batch_faults: dict[str, str | None] = field(default_factory=dict)

@@ -280,6 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif api.hang_creates:
             self.stopping(None)
             self.drop()
+        elif api.drop_next_create:
+            api.drop_next_create = False
+            self.drop()
         else:
             self.send_json(200, batch)
 

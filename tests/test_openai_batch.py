@@ -104,6 +104,14 @@ def test_a_lost_connection_while_polling_is_polled_again(
     assert Counter(server.batches.answered_prompts) == Counter(PROMPTS)
 
 
+def test_a_create_whose_reply_is_lost_makes_one_batch(server: ChatServer, tmp_path: Path) -> None:
+    server.batches.drop_next_create = True
+    translator = batch_translator(server, tmp_path)
+    assert dict(translator.translate_batches(DIRECTIONS)) == EXPECTED
+    assert len(server.batches.batches) == 1
+    assert Counter(server.batches.answered_prompts) == Counter(PROMPTS)
+
+
 def test_a_request_that_keeps_failing_is_named(server: ChatServer, tmp_path: Path) -> None:
     server.batches.script(ERROR_FIRST, ERROR_FIRST)
     translator = batch_translator(server, tmp_path, max_retries=1)

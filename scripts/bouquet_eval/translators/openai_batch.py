@@ -172,7 +172,7 @@ class BatchRun:
     def _check_attempts(self, unanswered: set[str], waiting: dict[int, list[str]]) -> None:
         """Fail, naming the first prompt, once a request has had all its attempts."""
         limit = self.translator.max_retries + 1
-        spent = [key for key in unanswered if self.attempts.get(key, 0) >= limit]
+        spent = {key for key in unanswered if self.attempts.get(key, 0) >= limit}
         if not spent:
             return
         for index, keys in sorted(waiting.items()):
@@ -194,19 +194,13 @@ class BatchRun:
             for file_id, keys in self.journal.files.items()
             if file_id not in self.journal.batch_of_file and needed.intersection(keys)
         ]
-        if orphans:
-            made = {
-                batch.input_file_id: batch.id
-                for batch in self.client.batches.list(extra_headers=self.headers)
-            }
-            for file_id in orphans:
-                if file_id in made:
-                    self.journal.record({"batch": made[file_id], "file": file_id})
-                    log.info(
-                        "batch %s: found, made from %s before a restart", made[file_id], file_id
-                    )
-                else:
-                    self._create(file_id)
+        for file_id in orphans:
+            found = self._made_from(file_id)
+            if found is None:
+                self._create(file_id)
+            else:
+                self.journal.record({"batch": found, "file": file_id})
+                log.info("batch %s: found, made from %s before a restart", found, file_id)
         for file_id, batch_id in self.journal.batch_of_file.items():
             if batch_id not in self.journal.read and needed.intersection(
                 self.journal.files.get(file_id, ())
@@ -239,15 +233,42 @@ class BatchRun:
         return made
 
     def _create(self, file_id: str) -> str:
-        batch = self.client.batches.create(
-            input_file_id=file_id,
-            endpoint=ENDPOINT,
-            completion_window="24h",
-            metadata={"made_by": "bouquet-eval"},
-            extra_headers=self.headers,
-        )
-        self.journal.record({"batch": batch.id, "file": file_id})
-        return batch.id
+        """A batch of the uploaded file's requests, made once.
+
+        The client's own retries are off here: a create whose reply was lost may have made its
+        batch, so the account's batches are looked at before another create is sent.
+        """
+        import openai
+
+        client = self.client.with_options(max_retries=0)
+        for attempt in range(self.translator.max_retries + 1):
+            try:
+                batch_id = client.batches.create(
+                    input_file_id=file_id,
+                    endpoint=ENDPOINT,
+                    completion_window="24h",
+                    metadata={"made_by": "bouquet-eval"},
+                    extra_headers=self.headers,
+                ).id
+                break
+            except (openai.APIConnectionError, openai.InternalServerError) as error:
+                found = self._made_from(file_id)
+                if found is not None:
+                    batch_id = found
+                    break
+                if attempt == self.translator.max_retries:
+                    raise
+                log.warning("batch of %s: not made (%s); trying again", file_id, error)
+                time.sleep(self.translator.retry_backoff * 2**attempt)
+        self.journal.record({"batch": batch_id, "file": file_id})
+        return batch_id
+
+    def _made_from(self, file_id: str) -> str | None:
+        """The account's batch made from `file_id`, if there is one."""
+        for batch in self.client.batches.list(extra_headers=self.headers):
+            if batch.input_file_id == file_id:
+                return batch.id
+        return None
 
     def _poll(self, batch_id: str) -> bool:
         """Look at a batch once; if it has ended, read its results. True if it has ended."""
