@@ -10,6 +10,8 @@ from bouquet_eval.data import resolve_dataset
 from bouquet_eval.estimate import CHARACTERS_PER_TOKEN
 from bouquet_eval.prompt import build_prompt
 from bouquet_eval.report import run_page
+from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
+from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache
 
 from .chat_server import ChatServer
 from .conftest import Workflow
@@ -17,6 +19,7 @@ from .test_workflow import SAMPLE_DIRECTIONS, bounds_config
 
 DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:2]]
 PRICE = {"input": 2.0, "output": 8.0}
+URL = "http://127.0.0.1:9/v1"  # the discard port: a dry run sends nothing
 
 
 def api_config(dataset: Path, url: str, mode: str) -> dict:
@@ -85,7 +88,7 @@ def test_the_run_page_names_each_models_tokens_and_cost() -> None:
 
 def test_a_dry_run_estimates_requests_tokens_and_cost(tmp_path: Path, dataset: Path) -> None:
     workflow = Workflow(tmp_path)
-    workflow.write_config(api_config(dataset, "http://127.0.0.1:9/v1", "batch"))
+    workflow.write_config(api_config(dataset, URL, "batch"))
     result = workflow.run("--dry-run")
     (line,) = [line for line in result.stderr.splitlines() if "will send" in line]
     prompts = [
@@ -95,11 +98,17 @@ def test_a_dry_run_estimates_requests_tokens_and_cost(tmp_path: Path, dataset: P
     ]
     tokens = sum(round(len(prompt) / CHARACTERS_PER_TOKEN) for prompt in prompts)
     assert line.startswith(
-        f"bouquet-eval: api will send up to 6 requests for 2 directions: about {tokens:,} "
+        f"bouquet-eval: api will send 6 requests for 2 directions: about {tokens:,} "
         "input tokens (characters / 4) and "
     )
     assert ", costing about " in line
     assert not (tmp_path / "runs").exists()
+    # An answer in the cache is a request not sent again.
+    keyed = OpenAIChatTranslator(model="test-model", base_url=URL, api_key_env=None)
+    cache = RequestCache(tmp_path / "runs" / "api" / REQUEST_CACHE)
+    cache.append([(keyed.key(prompts[0]), "cached")])
+    again = workflow.run("--dry-run").stderr
+    assert "api will send 5 requests for 2 directions" in again
 
 
 def test_a_run_that_stops_waiting_is_picked_up_by_the_same_command(

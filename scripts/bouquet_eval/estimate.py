@@ -1,8 +1,8 @@
 """What a run will send to the API models it translates with, told by a dry run.
 
-For each `translator: openai` model: the requests (one per sentence of every direction whose
-translations are not written yet; answers already in the request cache are not subtracted, so
-this is an upper bound), the input tokens those prompts hold, and, with a price, their cost. The
+For each `translator: openai` model: the requests (one per distinct prompt of the directions
+whose translations are not written yet, less those answered in the request cache already), the
+input tokens those prompts hold, and, with a price, their cost. The
 tokens are counted by the model's tokenizer when a Hugging Face tokenizer of that name is on this
 machine already (nothing is downloaded), else as characters / `CHARACTERS_PER_TOKEN`. Output
 tokens are taken to be those of the source sentences (a translation is about as long as its
@@ -22,7 +22,9 @@ from bouquet_eval.cost import is_batch, model_price, token_cost
 from bouquet_eval.data import DatasetSource, Direction
 from bouquet_eval.outputs import translation_path
 from bouquet_eval.translators import load_prompt_fn
-from bouquet_eval.translators.backends import prompt_fn_spec
+from bouquet_eval.translators.backends import prompt_fn_spec, translator_arguments
+from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
+from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ class Estimate:
     def line(self) -> str:
         cost = "" if self.cost is None else f", costing about {self.cost:,.4g}"
         return (
-            f"bouquet-eval: {self.model} will send up to {self.requests:,} requests for "
+            f"bouquet-eval: {self.model} will send {self.requests:,} requests for "
             f"{self.directions} directions: about {self.input_tokens:,} input tokens "
             f"({self.counted_by}) and {self.output_tokens:,} output tokens{cost}"
         )
@@ -74,12 +76,23 @@ def estimate_model(
     prompt_fn = load_prompt_fn(prompt_fn_spec(dict(model)), model.get("prompt_kwargs"))
     count, counted_by = token_counter(model["model"])
     system = count(model["system_prompt"]) if model.get("system_prompt") else 0
+    # Requests are told apart as the translator does; the key is no part of them.
+    cache = model_dir / REQUEST_CACHE
+    keyed = OpenAIChatTranslator(
+        **{**translator_arguments(model), "api_key_env": None}, cache_dir=cache
+    )
+    sent = set(RequestCache(cache).answers())
     requests = input_tokens = output_tokens = 0
     for direction in todo:
         rows = dataset.load(direction, config.get("limit"))
         for row in rows.itertuples():
+            prompt = prompt_fn(row.src_lang, row.tgt_lang, row.src_text)
+            key = keyed.key(prompt)
+            if key in sent:  # answered already, or the same prompt counted before
+                continue
+            sent.add(key)
             requests += 1
-            input_tokens += system + count(prompt_fn(row.src_lang, row.tgt_lang, row.src_text))
+            input_tokens += system + count(prompt)
             output_tokens += count(row.src_text)
     price = model_price(config, model)
     cost = (

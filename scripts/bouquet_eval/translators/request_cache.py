@@ -17,6 +17,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+REQUEST_CACHE = Path(".cache") / "requests"
+"""Where a model's cache is, in its output folder."""
+
 
 class RequestCache:
     """Answers of completed requests, in append-only JSON Lines files in `directory`.
