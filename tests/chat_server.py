@@ -73,11 +73,13 @@ def answer(
     prefix: str = "",
     delay: float = 0.0,
     finish_reason: str = "stop",
+    reasoning_tokens: int | None = None,
     **message_fields: Any,
 ) -> Fault:
     """A completion: `prefix` + (`content` or the default answer), after `delay` seconds.
 
-    `message_fields` go into the message beside `content`, e.g. `reasoning_content="…"`.
+    `message_fields` go into the message beside `content`, e.g. `reasoning_content="…"`;
+    `reasoning_tokens`, into `usage.completion_tokens_details` (and the completion's count).
     """
 
     def reply(handler: _Handler, request: Request) -> None:
@@ -86,7 +88,12 @@ def answer(
             return
         text = prefix + (default_answer(request) if content is None else content)
         message = {"role": "assistant", "content": text, **message_fields}
-        handler.send_completion(request, message, finish_reason)
+        body = completion_body(request, message, finish_reason)
+        if reasoning_tokens is not None:
+            body["usage"]["completion_tokens"] += reasoning_tokens
+            body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        handler.send_json(200, body)
+        request.answered = True
 
     return reply
 
@@ -292,12 +299,6 @@ class _Handler(BaseHTTPRequestHandler):
     def stopping(self, seconds: float | None) -> bool:
         """Wait `seconds` (None: until the server stops); True if the server is stopping."""
         return self.server.owner.stopped.wait(seconds)
-
-    def send_completion(
-        self, request: Request, message: dict[str, Any], finish_reason: str
-    ) -> None:
-        self.send_json(200, completion_body(request, message, finish_reason))
-        request.answered = True
 
     def send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         self.send_bytes(status, json.dumps(body).encode(), "application/json", headers)

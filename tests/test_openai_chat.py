@@ -331,12 +331,14 @@ def test_after_a_failure_no_new_request_is_started(server: ChatServer) -> None:
 
 
 def test_usage_counts_tokens_and_truncations(server: ChatServer) -> None:
-    server.script(answer(), answer(finish_reason="length"))
+    server.script(answer(reasoning_tokens=7), answer(finish_reason="length"))
     translator = make(server, system_prompt="be brief", concurrency=1)
     translator.translate(["one two three", "four"])
-    # The server counts words: prompts are 2 + 3 and 2 + 1, answers "T:one two three", "T:four".
+    # The server counts words: prompts are 2 + 3 and 2 + 1, answers "T:one two three", "T:four",
+    # the first after 7 tokens of reasoning.
     assert translator.usage.prompt_tokens == 8
-    assert translator.usage.completion_tokens == 4
+    assert translator.usage.completion_tokens == 4 + 7
+    assert translator.usage.reasoning_tokens == 7
     assert translator.usage.truncated == 1
     assert (translator.usage.requests, translator.usage.retries) == (2, 0)
 
