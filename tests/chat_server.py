@@ -11,7 +11,8 @@ empty; a fault is a function that writes (or withholds) the reply. The default a
 recorded with its headers and body. Requests addressed to it as an HTTP proxy (a whole URL in
 the request line) are answered as well, so that it can stand in for a proxy too; CONNECT, to
 open a tunnel, is recorded and refused. Leaving the `with` block releases requests held by `hang`
-or `answer(delay=…)`, closes every connection and joins every handler thread.
+or `answer(delay=…)`, closes every connection and joins every handler thread. It speaks the Files
+and Batches API too (`server.batches`, see tests/batch_api.py).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from .batch_api import BatchAPI
+
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
+FILES_PATH = "/v1/files"
+BATCHES_PATH = "/v1/batches"
 
 
 @dataclass
@@ -68,11 +73,13 @@ def answer(
     prefix: str = "",
     delay: float = 0.0,
     finish_reason: str = "stop",
+    reasoning_tokens: int | None = None,
     **message_fields: Any,
 ) -> Fault:
     """A completion: `prefix` + (`content` or the default answer), after `delay` seconds.
 
-    `message_fields` go into the message beside `content`, e.g. `reasoning_content="…"`.
+    `message_fields` go into the message beside `content`, e.g. `reasoning_content="…"`;
+    `reasoning_tokens`, into `usage.completion_tokens_details` (and the completion's count).
     """
 
     def reply(handler: _Handler, request: Request) -> None:
@@ -81,7 +88,12 @@ def answer(
             return
         text = prefix + (default_answer(request) if content is None else content)
         message = {"role": "assistant", "content": text, **message_fields}
-        handler.send_completion(request, message, finish_reason)
+        body = completion_body(request, message, finish_reason)
+        if reasoning_tokens is not None:
+            body["usage"]["completion_tokens"] += reasoning_tokens
+            body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        handler.send_json(200, body)
+        request.answered = True
 
     return reply
 
@@ -204,7 +216,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the request record instead."""
 
     def do_GET(self) -> None:
-        if urllib.parse.urlsplit(self.path).path.rstrip("/") != MODELS_PATH:
+        path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+        if path.startswith((FILES_PATH, BATCHES_PATH)):
+            self.batch_get(path)
+            return
+        if path != MODELS_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         model = {"id": self.server.owner.model, "object": "model", "owned_by": "test"}
@@ -223,6 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         request = Request("POST", self.path, self.lowercase_headers(), body)
         self.server.owner.record(request)
+        if request.path.rstrip("/") in (FILES_PATH, BATCHES_PATH):
+            self.batch_post(request.path.rstrip("/"), raw, body)
+            return
         if request.path.rstrip("/") != CHAT_PATH:
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -235,18 +254,51 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.owner.next_fault()(self, request)
 
+    def batch_get(self, path: str) -> None:
+        api = self.server.owner.batches
+        parts = path.split("/")  # "", "v1", "files" or "batches", id, "content"
+        if path == BATCHES_PATH:
+            self.send_json(200, api.listing())
+            return
+        if parts[2] == "files" and len(parts) == 5 and parts[4] == "content":
+            content = api.content(parts[3])
+            if content is not None:
+                self.send_bytes(200, content, "application/octet-stream")
+                return
+        if parts[2] == "batches" and len(parts) == 4:
+            if api.drop_next_retrieve:
+                api.drop_next_retrieve = False
+                self.drop()
+                return
+            batch = api.retrieve(parts[3])
+            if batch is not None:
+                self.send_json(200, batch)
+                return
+        self.send_json(404, {"error": {"message": f"no such object {path}"}})
+
+    def batch_post(self, path: str, raw: bytes, body: Any) -> None:
+        api = self.server.owner.batches
+        if path == FILES_PATH:
+            self.send_json(200, api.upload(self.headers.get("Content-Type", ""), raw))
+            return
+        batch = api.create(body if isinstance(body, dict) else {})
+        if isinstance(batch, str):
+            self.send_json(400, {"error": {"message": batch}})
+        elif api.hang_creates:
+            self.stopping(None)
+            self.drop()
+        elif api.drop_next_create:
+            api.drop_next_create = False
+            self.drop()
+        else:
+            self.send_json(200, batch)
+
     def lowercase_headers(self) -> dict[str, str]:
         return {key.lower(): value for key, value in self.headers.items()}
 
     def stopping(self, seconds: float | None) -> bool:
         """Wait `seconds` (None: until the server stops); True if the server is stopping."""
         return self.server.owner.stopped.wait(seconds)
-
-    def send_completion(
-        self, request: Request, message: dict[str, Any], finish_reason: str
-    ) -> None:
-        self.send_json(200, completion_body(request, message, finish_reason))
-        request.answered = True
 
     def send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         self.send_bytes(status, json.dumps(body).encode(), "application/json", headers)
@@ -318,6 +370,7 @@ class ChatServer:
     latency: float = 0.0
     model: str = "test-model"
     default: Fault = field(default_factory=answer)
+    batches: BatchAPI = field(default_factory=BatchAPI, init=False)
     stopped: threading.Event = field(default_factory=threading.Event, init=False)
     _faults: deque[Fault] = field(default_factory=deque, init=False)
     _requests: list[Request] = field(default_factory=list, init=False)

@@ -4,6 +4,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,12 @@ def workflow(tmp_path: Path) -> Workflow:
     workdir = tmp_path / "work"
     workdir.mkdir()
     return Workflow(workdir)
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> None:
+    """Polls `condition` until it holds; fails the test after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {seconds} s")
+        time.sleep(0.02)

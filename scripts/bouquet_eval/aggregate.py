@@ -15,7 +15,7 @@ import logging
 import os
 import platform
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bouquet_eval.cost import COST
 from bouquet_eval.data import Direction
 from bouquet_eval.io import atomic_path, write_atomically, write_json
 from bouquet_eval.metrics import (
@@ -178,7 +179,8 @@ def summary(table: DirectionTable) -> pd.DataFrame:
     averaged = [
         c
         for c in scores.columns
-        if c not in (*GROUP_COLUMNS, "n_sentences") and not c.endswith(("_ci_low", "_ci_high"))
+        if c not in (*GROUP_COLUMNS, "n_sentences", COST)
+        and not c.endswith(("_ci_low", "_ci_high"))
     ]
     into_english = scores["tgt_lang"] == ENGLISH
     out_of_english = scores["src_lang"] == ENGLISH
@@ -196,6 +198,8 @@ def summary(table: DirectionTable) -> pd.DataFrame:
             continue
         record = {"group_by": by, "group": name, "n_directions": len(part)}
         record |= part[averaged].mean().to_dict()
+        if COST in part:  # what the group's directions cost together
+            record[COST] = part[COST].sum()
         for column, resampled in table.resampled.items():
             interval = macro_interval(resampled[part.index.to_numpy()])
             record[f"{column}_ci_low"], record[f"{column}_ci_high"] = interval
@@ -210,8 +214,11 @@ def write_aggregates(
     metrics: Sequence[Metric],
     resampling: Resampling,
     outputs: dict[str, Path],
+    timing: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Write `scores` (csv), `summary` (csv) and `scored_rows` (parquet) from scored files.
+    """Write `scores` (csv), `summary` (csv) and `scored_rows` (parquet) from scored files;
+    the cost of each direction, where `timing` (see `timing_table`) holds one, goes beside
+    its scores.
 
     Files are read one at a time, so memory holds the scores of every direction but the rows of
     only a few.
@@ -245,6 +252,9 @@ def write_aggregates(
     table = score_table(
         directions, columns, {metric.corpus_column for metric in with_corpus}, resampling
     )
+    if timing is not None and COST in timing:
+        costs = timing[[*GROUP_COLUMNS, COST]]
+        table = replace(table, scores=table.scores.merge(costs, on=list(GROUP_COLUMNS), how="left"))
     write_csv(outputs["scores"], table.scores)
     write_csv(outputs["summary"], summary(table))
     return table.scores

@@ -124,6 +124,9 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             f"characters other than letters and digits, so their jobs would share the name "
             f"'{job_name(clashes[0][0])}'; rename one"
         )
+    unpriced = sorted(set(config.get("prices", {})) - set(names))
+    if unpriced:
+        raise ConfigError(f"invalid configuration at 'prices': unknown model(s) {unpriced}")
     compare = config["compare"]
     unknown = [
         name for name in [*compare["models"], compare["baseline"]] if name and name not in names

@@ -418,9 +418,22 @@ def run_page(config: dict[str, Any], manifests: Mapping[str, dict[str, Any]]) ->
             f"<h2>Manifest of {html.escape(name)}</h2>",
             f"<p>{len(entries)} entries; the latest, of {html.escape(str(latest.get('created')))},"
             f" from the command <code>{html.escape(command)}</code>:</p>",
+            usage_line(latest.get("timing") or {}),
             f"<pre>{html.escape(json.dumps(latest, indent=2, ensure_ascii=False))}</pre>",
         ]
     return page("Run configuration and manifests", "\n".join(sections))
+
+
+def usage_line(timing: Mapping[str, Any]) -> str:
+    """The tokens a model's translations took, and their cost where prices are given."""
+    names = {
+        "prompt_tokens": "prompt tokens",
+        "completion_tokens": "completion tokens",
+        "reasoning_tokens": "of which reasoning",
+        "cost": "cost",
+    }
+    parts = [f"{label} {timing[key]:,.6g}" for key, label in names.items() if key in timing]
+    return f"<p>{html.escape('; '.join(parts))}.</p>" if parts else ""
 
 
 def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from bouquet_eval.translators.backends import (
 )
 from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
+from bouquet_eval.translators.request_cache import REQUEST_CACHE
 from bouquet_eval.watchdog import StallWatchdog
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def translate_model(
         arguments = translator_arguments(model)
         if backend is not None and backend.request_cache:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
-            arguments["cache_dir"] = str(output_dir / ".cache" / "requests")
+            arguments["cache_dir"] = str(output_dir / REQUEST_CACHE)
         if backend is not None and backend.takes_limit:
             arguments["limit"] = limit
         return (

@@ -14,6 +14,7 @@ from bouquet_eval.aggregate import (
     write_aggregates,
     write_csv,
 )
+from bouquet_eval.cost import is_batch, model_price, with_costs
 from bouquet_eval.data import Direction, resolve_dataset
 from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE
 from bouquet_eval.jobs import SnakemakeJob, job_logging, model_entry
@@ -33,22 +34,24 @@ def main(snakemake: SnakemakeJob) -> None:
         directions = [Direction.parse(name) for name in snakemake.params.directions]
         metrics = load_metrics(snakemake.params.metrics, config)
         resampling = Resampling(**config["statistics"])
+        model = model_entry(config, snakemake.wildcards.model)
+        timing = with_costs(
+            timing_table(model_dir, directions), model_price(config, model), is_batch(model)
+        )
         scores = write_aggregates(
             scored,
             metrics,
             resampling,
             {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
+            timing,
         )
-        timing = timing_table(model_dir, directions)
         write_csv(Path(snakemake.output.timing), timing)
         append_manifest(
             Path(snakemake.output.manifest),
             manifest_entry(
                 config=redact(config, secrets),
                 model_name=snakemake.wildcards.model,
-                model_settings=redact(
-                    model_settings(model_entry(config, snakemake.wildcards.model)), secrets
-                ),
+                model_settings=redact(model_settings(model), secrets),
                 dataset_identity=resolve_dataset(config["dataset"], fetch=False).identity,
                 directions=directions,
                 metric_signatures=recorded_signatures(scored),

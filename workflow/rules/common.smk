@@ -21,6 +21,7 @@ from bouquet_eval.config import (
 )
 from bouquet_eval.data import resolve_dataset, select_directions
 from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE, workflow_commit
+from bouquet_eval.estimate import api_estimates
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import (
     AGGREGATES,
@@ -489,3 +490,10 @@ def translation_digest(model):
 def report_stale_outputs():
     if STALE_OUTPUTS:
         print(f"bouquet-eval: {describe(STALE_OUTPUTS)}", file=sys.stderr)
+
+
+def report_api_estimates():
+    """A dry run says what the API models will send, and cost (bouquet_eval.estimate)."""
+    if DRY_RUN and workflow.is_main_process:
+        for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
+            print(estimate.line(), file=sys.stderr)

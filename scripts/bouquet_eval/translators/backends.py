@@ -152,6 +152,16 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
                     {"type": "number", "exclusiveMinimum": 0}, 60.0, operational=True
                 ),
                 "max_retries": _setting({"type": "integer", "minimum": 0}, 6, operational=True),
+                # Both modes give the same answers from the same server, and share the cache.
+                "mode": _setting(
+                    {"type": "string", "enum": ["online", "batch"]}, "online", operational=True
+                ),
+                "batch_poll_interval": _setting(
+                    {"type": "number", "exclusiveMinimum": 0}, 30.0, operational=True
+                ),
+                "batch_wait": _setting(
+                    {"type": ["number", "null"], "minimum": 0}, None, operational=True
+                ),
             },
             environment="api",
             request_cache=True,

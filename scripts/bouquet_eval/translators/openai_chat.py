@@ -1,33 +1,38 @@
 """Translating through an OpenAI-compatible chat-completions API (OpenAI, vLLM, llama.cpp, …).
 
-One chat request per prompt, `concurrency` at a time over kept-alive connections. With
-`translate_batches` (many directions as one stream), the next direction's requests start as
-soon as the previous direction's last ones leave room, so `concurrency` requests stay in flight
-across direction boundaries instead of dwindling to the slowest answer of each direction. The
-translation is the reply's raw `content`, reasoning included; callers remove it with
-`reasoning.strip_reasoning`.
+One chat request per prompt, `concurrency` at a time, through the `openai` package's async
+client (its timeouts, and the proxies the environment names: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY,
+NO_PROXY) over its aiohttp transport, which spends a third of the CPU per request of its default
+one, whose connection pool scans every connection for each request
+(benchmarks/openai_concurrency.py). With `translate_batches` (many directions as one stream), the
+next direction's requests start as soon as the previous direction's last ones leave room, so
+`concurrency` requests stay in flight across direction boundaries instead of dwindling to the
+slowest answer of each direction. The translation is the reply's raw `content`, reasoning
+included; callers remove it with `reasoning.strip_reasoning`.
 
-The wire protocol is spoken with aiohttp rather than through the `openai` SDK: the SDK spends
-about 2 ms of CPU per request, which caps one event loop near 500 requests/s, below what 64
-parallel requests of a 50 ms endpoint deliver; aiohttp spends about 0.3 ms
-(benchmarks/openai_concurrency.py). The proxy the environment names is looked up once per
-call (`_Route`), not per request as aiohttp's `trust_env` would at a cost in CPU greater than
-the rest of the request's.
+Requests go through the client's generic `post`, and replies are read raw and parsed here,
+rather than through `chat.completions.create` and its models: a proxy's error page or a reply
+without choices is then a retryable fault named as such, and neither the request's typed
+transformation nor a reply model is built per request (together half the client's CPU).
 
-One retry loop covers every failure, so a prompt costs `max_retries` + 1 attempts at most.
-Retried: 408, 409, 429, 5xx, timeouts, dropped connections and malformed replies (a 200 that is
-not JSON, has no `choices` or has a null `content`), after `Retry-After`/`retry-after-ms` when
-the server sends one, else after an exponential backoff. Any other status fails at once with
-the server's message.
+One retry loop covers every failure, so a prompt costs `max_retries` + 1 attempts at most; the
+client's own retries are off, as they would multiply that bound and do not cover malformed
+replies. Retried: 408, 409, 429, 5xx, timeouts, dropped connections and malformed replies (a
+200 that is not JSON, has no `choices` or has a null `content`), after `Retry-After`/
+`retry-after-ms` when the server sends one, else after an exponential backoff. A server that
+asks for a longer wait than `MAX_RETRY_AFTER` (a daily quota) fails the prompt at once rather
+than being retried early. Any other status fails at once with the server's message; redirects
+are not followed (a redirected POST may be resent as a GET), but named.
 
-API key: read from the environment variable named by `api_key_env` when a request is about to
-be sent, and never stored on the translator, written to the cache or left in a message (server
-messages that quote it are scrubbed). `api_key_env=None` is for servers that need no key, such
-as a local vLLM: an unset variable is otherwise an error, so that a forgotten key is caught
-before any request rather than reported as 401s.
+API key: read from the environment variable named by `api_key_env` when a stream starts, and
+never stored on the translator, written to the cache or left in a message (server messages
+that quote it are scrubbed). `api_key_env=None` is for servers that need no key, such as a local
+vLLM: no Authorization header is sent. An unset variable is otherwise an error, so that a
+forgotten key is caught before any request rather than reported as 401s.
 
-With `cache_dir`, every answer is written to disk as soon as it arrives (see `RequestCache`), so
-a rerun after a crash or a kill sends only the requests that had not been answered.
+With `cache_dir`, every answer is written to disk as soon as it arrives (see
+`request_cache.RequestCache`), so a rerun after a crash or a kill sends only the requests that
+had not been answered.
 """
 
 from __future__ import annotations
@@ -40,17 +45,17 @@ import logging
 import os
 import random
 import time
-import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.provenance import REDACTED
 from bouquet_eval.translators import BatchError
+from bouquet_eval.translators.request_cache import CacheWriter, RequestCache
 
 if TYPE_CHECKING:
-    import aiohttp
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -88,59 +93,21 @@ class Usage:
     retries: int = 0
     cache_hits: int = 0  # prompts answered from the cache, without a request
     prompt_tokens: int = 0  # as the server reports them, for answers received (not cache hits)
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # reasoning tokens included, as the API counts them
+    reasoning_tokens: int = 0  # `completion_tokens_details.reasoning_tokens`, where reported
     truncated: int = 0  # answers cut at the token limit (finish_reason "length")
+    polls: int = 0  # looks at a pending batch (mode batch): progress while batches run
 
 
 @dataclass(frozen=True)
-class _Route:
-    """How requests reach an endpoint: directly, or through the proxy the environment names
-    (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, in either case, as curl reads them).
-
-    Proxy credentials (`http://user:password@proxy:3128`) go where HTTP puts them: on each
-    request for a plain-http endpoint, which the proxy forwards; on the CONNECT that opens the
-    tunnel for an https one, so that they never reach the endpoint itself.
-    """
-
-    proxy: str | None = None
-    connect_headers: Mapping[str, str] | None = None
-    request_headers: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_environment(cls, endpoint: str) -> _Route:
-        import urllib.parse
-        import urllib.request
-
-        import aiohttp
-
-        target = urllib.parse.urlsplit(endpoint)
-        proxies = urllib.request.getproxies()
-        proxy = proxies.get(target.scheme) or proxies.get("all")
-        if not proxy or urllib.request.proxy_bypass(target.hostname or ""):
-            return cls()
-        parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        if parts.username is None:
-            return cls(parts.geturl())
-        address = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-        credentials = {
-            "Proxy-Authorization": aiohttp.encode_basic_auth(
-                urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
-            )
-        }
-        if target.scheme == "https":
-            return cls(address, connect_headers=credentials)
-        return cls(address, request_headers=credentials)
-
-
-@dataclass(frozen=True)
-class _Answer:
+class Answer:
     content: str
     usage: Mapping[str, Any]
     truncated: bool
 
 
 @dataclass(frozen=True)
-class _Failure:
+class Failure:
     reason: str
     retryable: bool = True
     retry_after: float | None = None
@@ -150,48 +117,16 @@ class _Failure:
 class _Session:
     """What the requests of one stream (or `translate` call) share."""
 
-    client: aiohttp.ClientSession
+    client: openai.AsyncOpenAI
     secret: str | None
-    url: str
-    headers: Mapping[str, str]
-    route: _Route
+    # Sent with each request: the explicit absence of Authorization for a keyless server.
+    headers: Mapping[str, Any]
     semaphore: asyncio.Semaphore
-    writer: _CacheWriter | None
+    writer: CacheWriter | None
     failures: list[ChatRequestError] = field(default_factory=list)
 
     def scrub(self, text: str) -> str:
         return text.replace(self.secret, REDACTED) if self.secret else text
-
-
-class _CacheWriter:
-    """Appends answers to a `RequestCache` from a thread, so that the event loop never waits for
-    an fsync (milliseconds each on common disks); answers that arrive while one batch is being
-    written go together into the next, so an fsync per answer does not cap throughput either.
-    """
-
-    def __init__(self, cache: RequestCache) -> None:
-        self._cache = cache
-        self._queued: list[tuple[str, str]] = []
-        self._writing: asyncio.Task[None] | None = None
-
-    def add(self, key: str, content: str) -> None:
-        self._queued.append((key, content))
-        if self._writing is None or self._writing.done():
-            self._writing = asyncio.create_task(self._write_queued(self._writing))
-
-    async def _write_queued(self, previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            await previous  # a failed write fails every later one, and so `flush`
-        while self._queued:
-            batch, self._queued = self._queued, []
-            await asyncio.to_thread(self._cache.append, batch)
-
-    async def flush(self) -> None:
-        """Wait until every answer added is on disk; raises what writing raised."""
-        if self._writing is not None:
-            # Shielded: a waiter that is cancelled (a batch, when a stream is closed early)
-            # must not cancel the writing that the cache and the other waiters depend on.
-            await asyncio.shield(self._writing)
 
 
 class OpenAIChatTranslator:
@@ -217,7 +152,14 @@ class OpenAIChatTranslator:
         extra_body: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         retry_backoff: float = 0.5,
+        mode: str = "online",
+        batch_poll_interval: float = 30.0,
+        batch_wait: float | None = None,
     ) -> None:
+        if mode not in ("online", "batch"):
+            raise ValueError(f"mode must be online or batch, not {mode!r}")
+        if mode == "batch" and cache_dir is None:
+            raise ValueError("mode batch needs a request cache (cache_dir) to resume from")
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
         if max_retries < 0:
@@ -236,6 +178,9 @@ class OpenAIChatTranslator:
         self.max_retries = max_retries
         self.extra_body = extra_body
         self.retry_backoff = retry_backoff
+        self.mode = mode
+        self.batch_poll_interval = batch_poll_interval
+        self.batch_wait = batch_wait
         self.cache = RequestCache(Path(cache_dir)) if cache_dir is not None else None
         self.usage = Usage()
         self._api_key()  # a missing key fails here, before any direction is started
@@ -256,7 +201,7 @@ class OpenAIChatTranslator:
             return answers
         return []
 
-    def translate_batches(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    def translate_batches(self, batches: Iterable[list[str]]) -> Generator[tuple[int, list[str]]]:
         """See `bouquet_eval.translators.BatchTranslator`; one session for every batch."""
         try:
             yield from self._stream(batches)
@@ -264,6 +209,9 @@ class OpenAIChatTranslator:
             raise BatchError(error.batch, str(error)) from error
 
     def _stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        if self.mode == "batch":
+            yield from self._batch_stream(batches)
+            return
         # The event loop runs while this generator waits for the next finished batch, and
         # pauses while the caller handles one (writing a file: milliseconds).
         loop = asyncio.new_event_loop()
@@ -277,33 +225,52 @@ class OpenAIChatTranslator:
                 loop.run_until_complete(stream.close())
             loop.close()
 
-    async def _open(self, batches: Iterator[tuple[int, list[str]]]) -> _Stream:
-        import aiohttp
+    def _batch_stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+        import openai
 
-        secret = self._api_key()
-        route = _Route.from_environment(self.endpoint())
-        # Given with each request, not as the session's defaults: aiohttp copies those into
-        # the headers for a proxy, where it would send the key as Proxy-Authorization.
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": f"bouquet-eval/{_version()}",
-            **route.request_headers,
-        }
-        if secret is not None:
-            headers["Authorization"] = f"Bearer {secret}"
-        session = _Session(
-            aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.concurrency),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+        from bouquet_eval.translators.openai_batch import BatchRun
+
+        # The client's own retries cover uploads, creates and downloads, which are not paid.
+        with openai.OpenAI(**self._client_options(), max_retries=self.max_retries) as client:
+            yield from BatchRun(self, client).stream(batches)
+
+    async def _open(self, batches: Iterator[tuple[int, list[str]]]) -> _Stream:
+        import httpx2
+        import openai
+
+        client = openai.AsyncOpenAI(
+            **self._client_options(),
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(
+                follow_redirects=False,
+                limits=httpx2.Limits(max_connections=self.concurrency),
             ),
-            secret,
-            f"{self.endpoint()}/chat/completions",
-            headers,
-            route,
+        )
+        session = _Session(
+            client,
+            self._api_key(),
+            self.request_headers(),
             asyncio.Semaphore(self.concurrency),
-            _CacheWriter(self.cache) if self.cache is not None else None,
+            CacheWriter(self.cache) if self.cache is not None else None,
         )
         return _Stream(self, session, batches)
+
+    def _client_options(self) -> dict[str, Any]:
+        # One INFO line per request would drown the job log.
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
+        return {
+            # The client insists on a key; a keyless server gets no Authorization header.
+            "api_key": self._api_key() or "unused",
+            "base_url": self.endpoint(),
+            "timeout": self.timeout,
+            "default_headers": {"User-Agent": f"bouquet-eval/{_version()}"},
+        }
+
+    def request_headers(self) -> dict[str, Any]:
+        """Headers for each request: no Authorization at all for a server without keys."""
+        import openai
+
+        return {} if self.api_key_env is not None else {"Authorization": openai.omit}
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -317,6 +284,10 @@ class OpenAIChatTranslator:
             )
         return key
 
+    def request_body(self, prompt: str) -> dict[str, Any]:
+        """What is sent for `prompt`, vendor parameters included."""
+        return {**self._request(prompt), **(self.extra_body or {})}
+
     def _request(self, prompt: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": prompt}]
         if self.system_prompt is not None:
@@ -328,7 +299,7 @@ class OpenAIChatTranslator:
             request["seed"] = self.seed
         return request
 
-    def _key(self, prompt: str) -> str:
+    def key(self, prompt: str) -> str:
         """Identifies a request by everything that decides its answer, and nothing secret."""
         material = {
             "base_url": self.endpoint(),
@@ -338,15 +309,14 @@ class OpenAIChatTranslator:
         canonical = json.dumps(material, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
-    async def _complete(self, session: _Session, index: int, prompt: str) -> str:
-        request = self._request(prompt)
+    async def _complete(self, session: _Session, index: int, prompt: str) -> Answer:
+        request = self.request_body(prompt)
         attempt = 0
         while True:
             self.usage.requests += 1
             outcome = await self._attempt(session, request)
-            if isinstance(outcome, _Answer):
-                self._count(outcome)
-                return outcome.content
+            if isinstance(outcome, Answer):
+                return outcome
             reason = session.scrub(outcome.reason)
             if not outcome.retryable:
                 raise ChatRequestError(index, f"the server refused the request: {reason}")
@@ -373,36 +343,43 @@ class OpenAIChatTranslator:
             attempt += 1
             self.usage.retries += 1
 
-    async def _attempt(self, session: _Session, request: dict[str, Any]) -> _Answer | _Failure:
-        import aiohttp
+    async def _attempt(self, session: _Session, request: dict[str, Any]) -> Answer | Failure:
+        import httpx2
+        import openai
 
-        body = json.dumps({**request, **(self.extra_body or {})}, ensure_ascii=False).encode()
         try:
-            async with session.client.post(
-                session.url,
-                data=body,
-                headers=session.headers,
-                proxy=session.route.proxy,
-                proxy_headers=session.route.connect_headers,
-                # A redirected POST is resent, or turned into a GET, depending on the status:
-                # a base_url that redirects is better corrected than followed on every request.
-                allow_redirects=False,
-            ) as response:
-                payload = await response.read()
-        except TimeoutError:
-            return _Failure(f"no reply within {self.timeout:g} s")
-        except aiohttp.ClientError as error:
-            return _Failure(f"connection failed ({type(error).__name__}: {error})")
-        if response.status >= 400:
-            return _status_failure(response.status, payload, response.headers)
-        if response.status >= 300:
+            reply = await session.client.post(
+                "/chat/completions",
+                cast_to=httpx2.Response,
+                body=request,
+                options={"headers": session.headers},
+            )
+        except openai.APIConnectionError as error:  # timeouts included
+            # Named by the first cause: the layers above it (the client's transport mapping
+            # aiohttp's errors to httpx2's) call some dropped connections timeouts.
+            cause = _first_cause(error)
+            if isinstance(cause, TimeoutError):
+                return Failure(f"no reply within {self.timeout:g} s")
+            return Failure(f"connection failed ({type(cause).__name__}: {cause})")
+        except openai.APIStatusError as error:
+            return self._status_failure(error.response)
+        return read_reply(reply.content)
+
+    def _status_failure(self, response: Any) -> Failure:
+        """What a reply that is not a 2xx means (an `httpx2.Response`)."""
+        status: int = response.status_code
+        if 300 <= status < 400:
             location = response.headers.get("Location", "nowhere")
-            return _Failure(
-                f"HTTP {response.status}: {self.endpoint()} redirects to {location}; set "
-                "base_url to the address requests end up at",
+            return Failure(
+                f"HTTP {status}: {self.endpoint()} redirects to {location}; set base_url to the "
+                "address requests end up at",
                 retryable=False,
             )
-        return _read_reply(payload)
+        return Failure(
+            f"HTTP {status}: {_error_message(response.content)}",
+            retryable=status in RETRYABLE_STATUSES or status >= 500,
+            retry_after=retry_after_seconds(response.headers),
+        )
 
     def _wait(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before retrying, or None if the server asks for too long a wait."""
@@ -414,9 +391,17 @@ class OpenAIChatTranslator:
         # Jitter, so that requests rejected together do not all come back together.
         return backoff * (1 - 0.25 * random.random())
 
-    def _count(self, answer: _Answer) -> None:
-        for name in ("prompt_tokens", "completion_tokens"):
-            value = answer.usage.get(name)
+    def count(self, answer: Answer) -> None:
+        """Add an answer's tokens to `usage`."""
+        details = answer.usage.get("completion_tokens_details")
+        counts = {
+            "prompt_tokens": answer.usage.get("prompt_tokens"),
+            "completion_tokens": answer.usage.get("completion_tokens"),
+            "reasoning_tokens": details.get("reasoning_tokens")
+            if isinstance(details, dict)
+            else None,
+        }
+        for name, value in counts.items():
             if isinstance(value, int):
                 setattr(self.usage, name, getattr(self.usage, name) + value)
         self.usage.truncated += answer.truncated
@@ -442,8 +427,11 @@ class _Stream:
         self.session = session
         self.batches = batches
         # Finished batches, and None whenever the state changed (a batch ended, feeding ended).
-        self.events: asyncio.Queue[tuple[int, list[str]] | None] = asyncio.Queue()
+        self.events: asyncio.Queue[tuple[int, list[str], list[Answer]] | None] = asyncio.Queue()
         self.received: dict[str, str] = {}
+        # Answers whose tokens are counted when their batch is handed back, so that each
+        # batch's (direction's) counts are its own although their requests overlap.
+        self.uncounted: dict[str, Answer] = {}
         self.under_way: dict[str, asyncio.Task[str | None]] = {}
         self.room = asyncio.Event()
         self.open_batches = 0
@@ -486,12 +474,13 @@ class _Stream:
         self, index: int, prompts: list[str]
     ) -> tuple[list[str], dict[str, str], dict[str, asyncio.Task[str | None]]]:
         """A batch's keys, the answers known already, and the requests for the others."""
-        keys = [self.translator._key(prompt) for prompt in prompts]
+        keys = [self.translator.key(prompt) for prompt in prompts]
         known = self.translator.cache.answers() if self.translator.cache is not None else {}
-        answers = {}
+        answers: dict[str, str] = {}
         for key in keys:
-            if key in self.received or key in known:
-                answers[key] = self.received.get(key, known.get(key))
+            answer = self.received.get(key, known.get(key))
+            if answer is not None:
+                answers[key] = answer
         hits = sum(key in answers for key in keys)
         self.translator.usage.cache_hits += hits
         pending: dict[str, int] = {}
@@ -519,12 +508,14 @@ class _Stream:
     ) -> None:
         try:
             replies = await asyncio.gather(*requests.values())
-            if any(reply is None for reply in replies):
-                return
-            answers.update(zip(requests, replies, strict=True))
+            for key, reply in zip(requests, replies, strict=True):
+                if reply is None:  # failed or not sent: the stream reports why
+                    return
+                answers[key] = reply
             if self.session.writer is not None:
                 await self.session.writer.flush()
-            self.events.put_nowait((index, [answers[key] for key in keys]))
+            tokens = [self.uncounted.pop(key) for key in set(keys) if key in self.uncounted]
+            self.events.put_nowait((index, [answers[key] for key in keys], tokens))
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # a cache that cannot be written, an interruption
@@ -555,12 +546,14 @@ class _Stream:
                 self.skipped += 1
                 return None
             try:
-                content = await self.translator._complete(session, position, prompt)
+                answer = await self.translator._complete(session, position, prompt)
             except ChatRequestError as error:
                 error.batch = batch
                 session.failures.append(error)
                 return None
+        content = answer.content
         self.received[key] = content
+        self.uncounted[key] = answer
         if session.writer is not None:
             session.writer.add(key, content)
         return content
@@ -570,7 +563,10 @@ class _Stream:
         while True:
             event = await self.events.get()
             if event is not None:
-                return event
+                index, answers, tokens = event
+                for answer in tokens:
+                    self.translator.count(answer)
+                return index, answers
             if self.fed and self.open_batches == 0 and self.events.empty():
                 break
         if self.error is not None:
@@ -591,15 +587,15 @@ class _Stream:
             await self.session.writer.flush()
 
 
-def _read_reply(payload: bytes) -> _Answer | _Failure:
+def read_reply(payload: bytes) -> Answer | Failure:
     """The answer in a 2xx's body, or what is wrong with the body."""
     try:
         data = json.loads(payload)
     except ValueError:  # also a UnicodeDecodeError
-        return _Failure(f"the reply is not JSON: {_excerpt(payload)!r}")
+        return Failure(f"the reply is not JSON: {_excerpt(payload)!r}")
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
-        return _Failure(f"the reply has no choices: {_excerpt(payload)!r}")
+        return Failure(f"the reply has no choices: {_excerpt(payload)!r}")
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
@@ -607,19 +603,17 @@ def _read_reply(payload: bytes) -> _Answer | _Failure:
     if not isinstance(content, str):
         reasoning = any(message.get(name) for name in ("reasoning", "reasoning_content"))
         hint = " (it has reasoning only: is max_tokens too small?)" if reasoning else ""
-        return _Failure(f"the reply's content is null{hint}")
+        return Failure(f"the reply's content is null{hint}")
     usage = data.get("usage")
-    return _Answer(
+    return Answer(
         content, usage if isinstance(usage, dict) else {}, choice.get("finish_reason") == "length"
     )
 
 
-def _status_failure(status: int, payload: bytes, headers: Mapping[str, str]) -> _Failure:
-    return _Failure(
-        f"HTTP {status}: {_error_message(payload)}",
-        retryable=status in RETRYABLE_STATUSES or status >= 500,
-        retry_after=retry_after_seconds(headers),
-    )
+def _first_cause(error: BaseException) -> BaseException:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
 
 
 def _error_message(payload: bytes) -> str:
@@ -672,84 +666,3 @@ def _summary(failures: list[ChatRequestError], unsent: int) -> ChatRequestError:
         f"{unsent - len(failures)} were not sent; the answers received are kept)",
         first.batch,
     )
-
-
-class RequestCache:
-    """Answers of completed requests, in append-only JSON Lines files in `directory`.
-
-    Each translator appends to a file of its own, named at random, so that jobs sharing the
-    directory never interleave their writes, even on file systems where appends from several
-    processes are not atomic. Records are written with one `write` followed by `fsync`, as
-    soon as their answers arrive; a crash can therefore only tear the last line of a file, and
-    lines that do not parse are skipped on loading. A record holds the request's key (a hash)
-    and the answer, nothing secret. Every record is read into memory on first use, so a
-    directory per model (or per run) keeps that small.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._answers: dict[str, str] | None = None
-        self._path: Path | None = None
-
-    def answers(self) -> dict[str, str]:
-        """Key -> answer, read from disk on first use and kept up to date by `append`."""
-        if self._answers is None:
-            self._answers = self._load()
-        return self._answers
-
-    def append(self, records: list[tuple[str, str]]) -> None:
-        """Write (key, answer) pairs durably: blocks for an fsync."""
-        lines = "".join(
-            json.dumps({"key": key, "content": content}, ensure_ascii=False) + "\n"
-            for key, content in records
-        )
-        if self._path is None:
-            self._path = self._create_file()
-        descriptor = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-        try:
-            remaining = memoryview(lines.encode())
-            while remaining:
-                remaining = remaining[os.write(descriptor, remaining) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        self.answers().update(records)
-
-    def _create_file(self) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{uuid.uuid4().hex}.jsonl"
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        # The new name must be on disk too, or a crash could lose the file with its records.
-        directory = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        return path
-
-    def _load(self) -> dict[str, str]:
-        answers: dict[str, str] = {}
-        skipped = 0
-        for path in sorted(self.directory.glob("*.jsonl")):
-            for line in path.read_bytes().splitlines():
-                record = _parse_record(line)
-                if record is not None:
-                    answers[record[0]] = record[1]
-                elif line.strip():
-                    skipped += 1
-        if skipped:
-            log.warning(
-                "%s: skipped %d unreadable records (torn by a crash?)", self.directory, skipped
-            )
-        return answers
-
-
-def _parse_record(line: bytes) -> tuple[str, str] | None:
-    try:
-        record = json.loads(line)
-    except ValueError:  # also a UnicodeDecodeError, when a write stopped inside a character
-        return None
-    if not isinstance(record, dict):
-        return None
-    key, content = record.get("key"), record.get("content")
-    return (key, content) if isinstance(key, str) and isinstance(content, str) else None
