@@ -549,9 +549,9 @@ def test_a_server_that_stops_answering_is_a_stall(server: ChatServer, tmp_path: 
     directions = [Direction.parse("eng_Latn-deu_Latn"), Direction.parse("eng_Latn-fra_Latn")]
     # The German direction is answered; the French one gets no answer, and no error either.
     never, quick = hang(), answer()
-    server.default = lambda handler, request: (never if "French" in request.prompt else quick)(
-        handler, request
-    )
+    server.default = lambda handler, request: (
+        never if "French" in (request.prompt or "") else quick
+    )(handler, request)
     translator = make(server, timeout=600.0, cache_dir=tmp_path / "requests")
     translator.translate([])  # the client's import, which counts as no progress
     started = time.monotonic()
