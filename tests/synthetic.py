@@ -30,3 +30,85 @@ def write_dataset(folder: Path, directions: list[Direction], sentences: int = 2)
             }
         )
         pq.write_table(table, folder / f"{direction}.parquet")
+
+
+ENGLISH = "eng_Latn"
+HUBS = 12
+"""Languages that the regional pairs of `bouquet_shaped_directions` connect the others to."""
+
+
+def real_language_codes(count: int) -> list[str]:
+    """`count` BOUQuET-style codes of real languages (ISO 639-3 and their usual script, from
+    CLDR's likely subtags), English first, so that names, scripts and regions resolve."""
+    import langcodes
+
+    codes = [ENGLISH]
+    for tag in sorted(langcodes.LIKELY_SUBTAGS):
+        language = langcodes.Language.get(tag)
+        if language.script or language.territory or not language.language or "-" in tag:
+            continue
+        script = langcodes.Language.get(langcodes.LIKELY_SUBTAGS[tag]).script
+        code = f"{language.to_alpha3()}_{script}" if script else None
+        if code and code not in codes:
+            codes.append(code)
+        if len(codes) == count:
+            return codes
+    raise ValueError(f"only {len(codes)} languages known")
+
+
+def bouquet_shaped_directions(languages: int = 268, total: int = 1062) -> list[Direction]:
+    """BOUQuET's shape: every language into and out of English, then regional pairs (each of
+    the others with one of `HUBS` languages, both ways; the hubs with each other) up to `total`."""
+    codes = real_language_codes(languages)
+    others = codes[1:]
+    directions = [Direction(c, ENGLISH) for c in others] + [Direction(ENGLISH, c) for c in others]
+    hubs, spokes = others[:HUBS], others[HUBS:]
+    regional = [
+        pair
+        for i, spoke in enumerate(spokes)
+        for pair in (Direction(spoke, hubs[i % HUBS]), Direction(hubs[i % HUBS], spoke))
+    ]
+    regional += [Direction(a, b) for a, b in itertools.permutations(hubs, 2)]
+    return directions + regional[: total - len(directions)]
+
+
+def write_model_run(
+    folder: Path, directions: list[Direction], sentences: int, shift: float, seed: int
+) -> None:
+    """A model's scored_rows.parquet and scores.csv (made by the aggregation's own code) for
+    `directions`: texts of a realistic length, chrF++ around 50 + shift, MetricX, and a
+    `quality` per direction so that languages differ."""
+    import numpy as np
+    import pandas as pd
+
+    from bouquet_eval.aggregate import direction_scores
+    from bouquet_eval.stats import Resampling
+
+    rng = np.random.default_rng(seed)
+    quality = np.random.default_rng(0).uniform(-25, 25, size=len(directions))
+    count = len(directions) * sentences
+    src = np.repeat([d.src_lang for d in directions], sentences)
+    tgt = np.repeat([d.tgt_lang for d in directions], sentences)
+    ids = np.tile([f"s{i:04d}" for i in range(sentences)], len(directions))
+    chrf = np.clip(
+        50 + shift + np.repeat(quality, sentences) + rng.normal(0, 15, size=count), 0, 100
+    )
+    words = "the report of every sentence in each language keeps its meaning and tone".split()
+    text = " ".join(words * 2)
+    rows = pd.DataFrame(
+        {
+            "src_lang": src,
+            "tgt_lang": tgt,
+            "src_text": [f"{i} {text}" for i in ids],
+            "ref_text": [f"{i} {text[::-1]}" for i in ids],
+            "mt_text": [f"{i} {text[: 40 + int(c)]}" for i, c in zip(ids, chrf, strict=True)],
+            "uniq_id": ids,
+            "chrfpp": chrf,
+            "metricx": np.clip(25 - chrf / 4 + rng.normal(0, 1, size=count), 0, 25),
+        }
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    rows.to_parquet(folder / "scored_rows.parquet", index=False)
+    resampling = Resampling(bootstrap_resamples=200, ar_trials=200)
+    scores = direction_scores(rows, ["chrfpp", "metricx"], resampling)
+    scores.to_csv(folder / "scores.csv", index=False)
