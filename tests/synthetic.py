@@ -93,8 +93,7 @@ def write_model_run(
     chrf = np.clip(
         50 + shift + np.repeat(quality, sentences) + rng.normal(0, 15, size=count), 0, 100
     )
-    words = "the report of every sentence in each language keeps its meaning and tone".split()
-    text = " ".join(words * 2)
+    text = "the report of every sentence in each language keeps its meaning and tone " * 2
     rows = pd.DataFrame(
         {
             "src_lang": src,
