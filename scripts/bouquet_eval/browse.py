@@ -1,4 +1,4 @@
-"""Every sentence of a run, served as a local web page: `python -m bouquet_eval.browse <output_dir>`.
+"""Every sentence of a run as a local web page: `python -m bouquet_eval.browse <output_dir>`.
 
 For a direction: every sentence with its source, reference, each model's output and its
 per-sentence scores; a model's worst sentences first; two models side by side with their
