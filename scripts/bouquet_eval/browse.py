@@ -280,8 +280,8 @@ def main(argv: list[str]) -> int:
     except (BrowseError, OSError) as error:
         print(f"bouquet-eval: {error}", file=sys.stderr)
         return 1
-    host, port = server.server_address[:2]
-    print(f"Serving {arguments.output_dir} at http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    print(f"Serving {arguments.output_dir} at {url} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
