@@ -111,3 +111,73 @@ def write_model_run(
     resampling = Resampling(bootstrap_resamples=200, ar_trials=200)
     scores = direction_scores(rows, ["chrfpp", "metricx"], resampling)
     scores.to_csv(folder / "scores.csv", index=False)
+
+
+def write_dataset_facets(folder: Path, directions: list[Direction], sentences: int) -> None:
+    """A dataset folder of `directions` whose rows carry BOUQuET's `domain` and `register`."""
+    domains, registers = ("conversation", "news", "social"), ("formal", "informal")
+    folder.mkdir(parents=True)
+    for direction in directions:
+        table = pa.table(
+            {
+                "src_lang": [direction.src_lang] * sentences,
+                "tgt_lang": [direction.tgt_lang] * sentences,
+                "src_text": [f"s{i:04d}" for i in range(sentences)],
+                "tgt_text": [f"r{i:04d}" for i in range(sentences)],
+                "uniq_id": [f"s{i:04d}" for i in range(sentences)],
+                "domain": [domains[i % len(domains)] for i in range(sentences)],
+                "register": [registers[i % len(registers)] for i in range(sentences)],
+            }
+        )
+        pq.write_table(table, folder / f"{direction}.parquet")
+
+
+def write_shaped_run(
+    root: Path, models: list[str], sentences: int, directions: list[Direction]
+) -> dict[str, float]:
+    """An output folder as the workflow leaves it for the report and the browser: per model
+    scored_rows.parquet, scores.csv, timing.csv and a manifest naming a local dataset (with
+    domain and register), then leaderboard.csv and the report's pages under report/, made by
+    the workflow's own code. Returns the seconds each step took."""
+    import json
+    import time
+
+    import pandas as pd
+
+    from bouquet_eval.leaderboard import build_leaderboard, read_results, write_leaderboard
+    from bouquet_eval.report import RunRecords, figure_paths, write_figures
+    from bouquet_eval.stats import Resampling
+
+    seconds = {}
+    started = time.perf_counter()
+    write_dataset_facets(root / "dataset", directions, sentences)
+    output = root / "runs"
+    for number, model in enumerate(models):
+        folder = output / model
+        write_model_run(folder, directions, sentences, shift=-3.0 * number, seed=number)
+        manifest = {"entries": [{"dataset": {"path": str(root / "dataset")}}]}
+        (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    seconds["synthetic run"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    columns, lower = ["chrfpp", "metricx"], {"metricx"}
+    rows = {m: output / m / "scored_rows.parquet" for m in models}
+    results = read_results(models, [output / m / "scores.csv" for m in models],
+                           list(rows.values()), columns)  # fmt: skip
+    resampling = Resampling()
+    board = build_leaderboard(results, columns, lower, resampling)
+    write_leaderboard(board, output / "leaderboard.csv", output / "leaderboard.md", lower)
+    seconds["leaderboard"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
+    run = RunRecords(
+        timing={m: timing for m in models},
+        gpus={m: 0 for m in models},
+        config={"dataset": {"name": "facebook/bouquet", "path": str(root / "dataset")}},
+        manifests={m: json.loads((output / m / "manifest.json").read_text()) for m in models},
+    )
+    paths = figure_paths(output / "report", models, columns)
+    write_figures(paths, board, results, rows, run, lower, resampling, models[-1])
+    seconds["report pages"] = time.perf_counter() - started
+    return seconds

@@ -244,7 +244,7 @@ async def _browse_report(report: Path, folder: Path) -> None:
         assert models == ["reference", "copy-source"]
         await page.screenshot(folder / "leaderboard.png")
 
-        for link in ("Results", "2. Heatmaps", "copy-source"):
+        for link in ("Results", "4. Heatmaps", "copy-source"):
             assert await page.evaluate(CLICK.format(json.dumps(link))), link
             await asyncio.sleep(0.2)
         await page.evaluate("document.querySelector('a[iconname=eye]').click()")
@@ -255,7 +255,30 @@ async def _browse_report(report: Path, folder: Path) -> None:
             " return img !== null && img.complete && img.naturalWidth > 300; })()"
         )
         await page.screenshot(folder / "heatmap.png")
+
+        # The interactive tables, inside the report: every direction of both models.
+        for link in ("Results", "2. Results by language and direction"):
+            assert await page.evaluate(CLICK.format(json.dumps(link))), link
+            await asyncio.sleep(0.2)
+        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
+        await page.wait_for("document.querySelectorAll('iframe').length > 0")
+        await asyncio.sleep(0.5)
+        frame = (await page.child_frames())[-1]["id"]
+        await page.wait_for(
+            "document.querySelector('button[data-view=directions]') !== null", frame=frame
+        )
+        await page.evaluate(
+            "document.querySelector('button[data-view=directions]').click()", frame=frame
+        )
+        rows = await page.wait_for(
+            "document.getElementById('app').dataset.view === 'directions'"
+            " && document.getElementById('app').dataset.rows",
+            frame=frame,
+        )
+        assert rows == "20"
+        await page.screenshot(folder / "results.png")
         assert page.errors == []
+        assert all(url.startswith(("file://", "data:")) for url in page.requests)
 
 
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
@@ -385,24 +408,6 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
             )
             assert pair.scores["sys"]["chrfpp-refA"][model] == [pytest.approx(expected)]
     assert len(list((test_set / "sources").glob("*.txt"))) == 20
-
-
-@pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])
-def test_language_bars_put_the_best_language_on_top(column: str, lower: set[str]) -> None:
-    from bouquet_eval.report import language_bars
-
-    good, bad = (1.0, 9.0) if lower else (90.0, 10.0)
-    scores = pd.DataFrame(
-        {"src_lang": ["eng_Latn", "eng_Latn", "fra_Latn", "deu_Latn"],
-         "tgt_lang": ["fra_Latn", "deu_Latn", "eng_Latn", "eng_Latn"],
-         column: [good, bad, good, bad]}
-    )  # fmt: skip
-    axes = language_bars(scores, column, "m", lower).axes[0]
-    assert [label.get_text() for label in axes.get_yticklabels()] == [
-        "fra_Latn",
-        "eng_Latn",
-        "deu_Latn",
-    ]
 
 
 @pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])

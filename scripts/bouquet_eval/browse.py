@@ -253,7 +253,8 @@ class Handler(BaseHTTPRequestHandler):
 def page() -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        "<title>bouquet-eval: sentences</title>"
+        # No icon to ask the server for.
+        '<link rel="icon" href="data:,"><title>bouquet-eval: sentences</title>'
         f"<style>{asset('views.css')}{asset('browse.css')}</style></head><body>"
         '<h1>Sentences</h1><div id="app"></div>'
         f"<script>{asset('browse.js')}</script></body></html>\n"

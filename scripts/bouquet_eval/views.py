@@ -53,8 +53,11 @@ def describe_language(code: str) -> LanguageInfo:
     script = langcodes.Language.get(f"und-{parsed.script}").script_name()
     region = ""
     # Only languages in the likely-subtags table have a known territory; for the others
-    # langcodes would fall back on English's (the United States).
-    likely = langcodes.LIKELY_SUBTAGS.get(langcodes.standardize_tag(parsed.language))
+    # langcodes would fall back on English's (the United States). An individual language
+    # absent from the table (swh) takes its macrolanguage's (sw).
+    likely = langcodes.LIKELY_SUBTAGS.get(
+        langcodes.standardize_tag(parsed.language)
+    ) or langcodes.LIKELY_SUBTAGS.get(langcodes.standardize_tag(parsed.language, macro=True))
     if likely:
         territory = langcodes.Language.get(likely).territory
         name = langcodes.Language.get(f"und-{territory}").territory_name() if territory else ""
