@@ -17,19 +17,27 @@ def synthetic_directions(count: int) -> list[Direction]:
     return [Direction(s, t) for s, t in itertools.islice(pairs, count)]
 
 
-def write_dataset(folder: Path, directions: list[Direction], sentences: int = 2) -> None:
+DOMAINS = ("conversation", "news", "social")
+REGISTERS = ("formal", "informal")
+
+
+def write_dataset(
+    folder: Path, directions: list[Direction], sentences: int = 2, facets: bool = False
+) -> None:
+    """One parquet file per direction; `facets`: with BOUQuET's `domain` and `register`."""
     folder.mkdir(parents=True)
     for direction in directions:
-        table = pa.table(
-            {
-                "src_lang": [direction.src_lang] * sentences,
-                "tgt_lang": [direction.tgt_lang] * sentences,
-                "src_text": [f"sentence number {i} of the source." for i in range(sentences)],
-                "tgt_text": [f"the reference of sentence {i}." for i in range(sentences)],
-                "uniq_id": [f"s{i}" for i in range(sentences)],
-            }
-        )
-        pq.write_table(table, folder / f"{direction}.parquet")
+        columns = {
+            "src_lang": [direction.src_lang] * sentences,
+            "tgt_lang": [direction.tgt_lang] * sentences,
+            "src_text": [f"sentence number {i} of the source." for i in range(sentences)],
+            "tgt_text": [f"the reference of sentence {i}." for i in range(sentences)],
+            "uniq_id": [f"s{i}" for i in range(sentences)],
+        }
+        if facets:
+            columns["domain"] = [DOMAINS[i % len(DOMAINS)] for i in range(sentences)]
+            columns["register"] = [REGISTERS[i % len(REGISTERS)] for i in range(sentences)]
+        pq.write_table(pa.table(columns), folder / f"{direction}.parquet")
 
 
 ENGLISH = "eng_Latn"
@@ -89,7 +97,7 @@ def write_model_run(
     count = len(directions) * sentences
     src = np.repeat([d.src_lang for d in directions], sentences)
     tgt = np.repeat([d.tgt_lang for d in directions], sentences)
-    ids = np.tile([f"s{i:04d}" for i in range(sentences)], len(directions))
+    ids = np.tile([f"s{i}" for i in range(sentences)], len(directions))
     chrf = np.clip(
         50 + shift + np.repeat(quality, sentences) + rng.normal(0, 15, size=count), 0, 100
     )
@@ -113,25 +121,6 @@ def write_model_run(
     scores.to_csv(folder / "scores.csv", index=False)
 
 
-def write_dataset_facets(folder: Path, directions: list[Direction], sentences: int) -> None:
-    """A dataset folder of `directions` whose rows carry BOUQuET's `domain` and `register`."""
-    domains, registers = ("conversation", "news", "social"), ("formal", "informal")
-    folder.mkdir(parents=True)
-    for direction in directions:
-        table = pa.table(
-            {
-                "src_lang": [direction.src_lang] * sentences,
-                "tgt_lang": [direction.tgt_lang] * sentences,
-                "src_text": [f"s{i:04d}" for i in range(sentences)],
-                "tgt_text": [f"r{i:04d}" for i in range(sentences)],
-                "uniq_id": [f"s{i:04d}" for i in range(sentences)],
-                "domain": [domains[i % len(domains)] for i in range(sentences)],
-                "register": [registers[i % len(registers)] for i in range(sentences)],
-            }
-        )
-        pq.write_table(table, folder / f"{direction}.parquet")
-
-
 def write_shaped_run(
     root: Path, models: list[str], sentences: int, directions: list[Direction]
 ) -> dict[str, float]:
@@ -150,7 +139,7 @@ def write_shaped_run(
 
     seconds = {}
     started = time.perf_counter()
-    write_dataset_facets(root / "dataset", directions, sentences)
+    write_dataset(root / "dataset", directions, sentences, facets=True)
     output = root / "runs"
     for number, model in enumerate(models):
         folder = output / model

@@ -257,7 +257,7 @@ def page() -> str:
         '<link rel="icon" href="data:,"><title>bouquet-eval: sentences</title>'
         f"<style>{asset('views.css')}{asset('browse.css')}</style></head><body>"
         '<h1>Sentences</h1><div id="app"></div>'
-        f"<script>{asset('browse.js')}</script></body></html>\n"
+        f"<script>{asset('dom.js')}{asset('browse.js')}</script></body></html>\n"
     )
 
 

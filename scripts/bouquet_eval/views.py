@@ -171,7 +171,7 @@ def interactive_page(title: str, intro: str, data: Any, script: str, style: str)
         '<div id="app"></div>'
         f'<script id="data" type="application/json">{_script_json(data)}</script>'
         f"<script>{asset('tabulator/tabulator.min.js')}</script>"
-        f"<script>{asset(script)}</script></body></html>\n"
+        f"<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
     )
 
 

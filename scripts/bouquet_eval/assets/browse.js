@@ -6,14 +6,6 @@
   let info = null;
   let current = null;
 
-  function element(tag, attributes, children) {
-    const node = document.createElement(tag);
-    Object.entries(attributes || {}).forEach(([key, value]) => node.setAttribute(key, value));
-    (children || []).forEach((child) =>
-      node.append(typeof child === "string" ? document.createTextNode(child) : child));
-    return node;
-  }
-
   function select(label, key, options, onChange) {
     const node = element("select", { "data-control": key });
     options.forEach(([value, text]) => {
@@ -82,8 +74,9 @@
     const body = rows.map((row) => {
       const keys = [row.uniq_id].concat(current.facets.map((f) => row[f] || ""));
       const cells = keys.map((text) => element("td", { class: "key" }, [String(text)])).concat(
-        [row.src_text, row.ref_text].map((text) => element("td", {}, [String(text ?? "")])));
-      models.forEach((model) => cells.push(element("td", {}, [row["mt_text|" + model] || "",
+        [row.src_text, row.ref_text].map((text) =>
+          element("td", { dir: "auto" }, [String(text ?? "")])));
+      models.forEach((model) => cells.push(element("td", { dir: "auto" }, [row["mt_text|" + model] || "",
         element("br"), element("span", { class: "score" }, [format(score(row, model))])])));
       if (state.versus) {
         const difference = (score(row, state.versus) ?? NaN) - (score(row, state.model) ?? NaN);

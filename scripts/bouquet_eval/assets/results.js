@@ -9,14 +9,6 @@
   const state = { view: "language", metric: data.primary, model: data.models[0] };
   if (data.versus) state.system = Object.keys(data.versus.systems)[0];
 
-  function element(tag, attributes, children) {
-    const node = document.createElement(tag);
-    Object.entries(attributes || {}).forEach(([key, value]) => node.setAttribute(key, value));
-    (children || []).forEach((child) =>
-      node.append(typeof child === "string" ? document.createTextNode(child) : child));
-    return node;
-  }
-
   function decimals(metric) {
     return ["chrfpp", "bleu", "ter", "metricx"].includes(metric) ? 2 : 3;
   }

@@ -5,14 +5,6 @@
   const app = document.getElementById("app");
   const names = Object.keys(data.directions);
 
-  function element(tag, attributes, children) {
-    const node = document.createElement(tag);
-    Object.entries(attributes || {}).forEach(([key, value]) => node.setAttribute(key, value));
-    (children || []).forEach((child) =>
-      node.append(typeof child === "string" ? document.createTextNode(child) : child));
-    return node;
-  }
-
   function title(direction) {
     const [src, tgt] = direction.split("-");
     return (data.languages[src] || src) + " → " + (data.languages[tgt] || tgt) + "  (" +
@@ -21,13 +13,13 @@
 
   function sentence(entry, id, only) {
     const [source, reference, outputs, scores] = entry.sentences[id];
-    const items = [element("dt", {}, ["source"]), element("dd", {}, [source || ""]),
-      element("dt", {}, ["reference"]), element("dd", {}, [reference || ""])];
+    const items = [element("dt", {}, ["source"]), element("dd", { dir: "auto" }, [source || ""]),
+      element("dt", {}, ["reference"]), element("dd", { dir: "auto" }, [reference || ""])];
     data.models.forEach((model, m) => {
       if (only !== undefined && only !== model) return;
       const value = scores[m] === null ? "–" : String(scores[m]);
       items.push(element("dt", {}, [model + " ", element("span", { class: "score" },
-        [data.metric + " " + value])]), element("dd", {}, [outputs[m] || ""]));
+        [data.metric + " " + value])]), element("dd", { dir: "auto" }, [outputs[m] || ""]));
     });
     return element("dl", { class: "sentence", "data-id": id }, items);
   }
