@@ -160,18 +160,24 @@ def _script_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
 
 
-def interactive_page(title: str, intro: str, data: Any, script: str, style: str) -> str:
-    """A page that draws `data` with `script` (ours, in assets/) and the vendored Tabulator."""
+def interactive_page(
+    title: str, intro: str, data: Any, script: str, style: str, tables: bool = True
+) -> str:
+    """A page that draws `data` with `script` (ours, in assets/), and with the vendored
+    Tabulator where it has `tables`."""
+    library = (
+        f"<style>{asset('tabulator/tabulator_simple.min.css')}</style>",
+        f"<script>{asset('tabulator/tabulator.min.js')}</script>",
+    )
+    css, javascript = library if tables else ("", "")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>"
-        f"<style>{asset('tabulator/tabulator_simple.min.css')}</style>"
+        f"<title>{html.escape(title)}</title>{css}"
         f"<style>{style}{asset('views.css')}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{intro}"
         '<div id="app"></div>'
         f'<script id="data" type="application/json">{_script_json(data)}</script>'
-        f"<script>{asset('tabulator/tabulator.min.js')}</script>"
-        f"<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
+        f"{javascript}<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
     )
 
 
@@ -278,4 +284,4 @@ def sentences_page(data: dict[str, Any], style: str) -> str:
         "sentence of the run is served by <code>python -m bouquet_eval.browse "
         "&lt;output_dir&gt;</code>.</p>"
     )
-    return interactive_page("Sentences", intro, data, "sentences.js", style)
+    return interactive_page("Sentences", intro, data, "sentences.js", style, tables=False)
