@@ -89,7 +89,7 @@ def write_model_run(
     import numpy as np
     import pandas as pd
 
-    from bouquet_eval.aggregate import direction_scores
+    from bouquet_eval.aggregate import ROW_GROUP_ROWS, direction_scores
     from bouquet_eval.stats import Resampling
 
     rng = np.random.default_rng(seed)
@@ -115,7 +115,8 @@ def write_model_run(
         }
     )
     folder.mkdir(parents=True, exist_ok=True)
-    rows.to_parquet(folder / "scored_rows.parquet", index=False)
+    # Row groups as the aggregation writes them (several directions each).
+    rows.to_parquet(folder / "scored_rows.parquet", index=False, row_group_size=ROW_GROUP_ROWS)
     resampling = Resampling(bootstrap_resamples=200, ar_trials=200)
     scores = direction_scores(rows, ["chrfpp", "metricx"], resampling)
     scores.to_csv(folder / "scores.csv", index=False)

@@ -4,9 +4,9 @@ For a direction: every sentence with its source, reference, each model's output 
 per-sentence scores; a model's worst sentences first; two models side by side with their
 differences; filters by the dataset's `domain` and `register`. The server listens on
 127.0.0.1 only and reads the run's files where they are: each model's scored_rows.parquet
-(one direction's row groups at a time, found from the file's statistics) and, for domain and
-register, the dataset file of the direction that the model's manifest names. Nothing is copied
-and nothing is fetched from the internet.
+(only the row groups that hold the direction, found once from the two language columns) and,
+for domain and register, the dataset file of the direction that the model's manifest names.
+Nothing is copied and nothing is fetched from the internet.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import json
 import logging
 import sys
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,7 +26,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
-import pyarrow.dataset as ds
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from bouquet_eval.aggregate import GROUP_COLUMNS
 from bouquet_eval.languages import split_direction
@@ -46,10 +46,14 @@ class BrowseError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
 class Model:
-    name: str
-    rows: ds.Dataset
+    """One model's scored_rows.parquet, with the row groups that hold each direction."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+        self.schema = pq.read_schema(path)
+        self.row_groups = _row_groups(path)
 
     @cached_property
     def score_columns(self) -> list[str]:
@@ -57,17 +61,38 @@ class Model:
 
         return [
             field.name
-            for field in self.rows.schema
+            for field in self.schema
             if field.name not in NOT_SCORES
             and (types.is_floating(field.type) or types.is_integer(field.type))
         ]
 
     def direction(self, src: str, tgt: str, columns: Sequence[str]) -> pd.DataFrame:
-        """The rows of one direction; the parquet statistics skip the other row groups."""
-        wanted = [c for c in ("uniq_id", *columns) if c in self.rows.schema.names]
-        selected = (ds.field("src_lang") == src) & (ds.field("tgt_lang") == tgt)
-        frame = self.rows.to_table(columns=wanted, filter=selected).to_pandas()
+        """The rows of one direction, read from its row groups alone."""
+        wanted = [c for c in (*GROUP_COLUMNS, "uniq_id", *columns) if c in self.schema.names]
+        groups = self.row_groups.get((src, tgt), [])
+        # A file object of this request's own: reads from several threads do not share one.
+        with pq.ParquetFile(self.path) as rows:
+            table = rows.read_row_groups(groups, columns=wanted) if groups else None
+        if table is None:
+            return pd.DataFrame(columns=wanted)
+        chosen = pc.and_(pc.equal(table["src_lang"], src), pc.equal(table["tgt_lang"], tgt))
+        frame = table.filter(chosen).drop_columns(GROUP_COLUMNS).to_pandas()
         return frame.astype({"uniq_id": str})
+
+
+def _row_groups(path: Path) -> dict[tuple[str, str], list[int]]:
+    """Direction -> the row groups of a parquet file that hold its rows (read once, from the
+    two language columns: the texts are not read)."""
+    index: dict[tuple[str, str], list[int]] = defaultdict(list)
+    with pq.ParquetFile(path) as rows:
+        for group in range(rows.num_row_groups):
+            keys = rows.read_row_group(group, columns=GROUP_COLUMNS)
+            pairs = keys.group_by(GROUP_COLUMNS).aggregate([])
+            for src, tgt in zip(
+                pairs["src_lang"].to_pylist(), pairs["tgt_lang"].to_pylist(), strict=True
+            ):
+                index[(src, tgt)].append(group)
+    return dict(index)
 
 
 class Run:
@@ -82,9 +107,7 @@ class Run:
         order = _leaderboard_order(output_dir / "leaderboard.csv")
         folders.sort(key=lambda f: (order.index(f.name) if f.name in order else len(order), f.name))
         self.output_dir = output_dir
-        self.models = [
-            Model(f.name, ds.dataset(f / "scored_rows.parquet", format="parquet")) for f in folders
-        ]
+        self.models = [Model(f.name, f / "scored_rows.parquet") for f in folders]
         self.dataset_folder = _dataset_folder(folders)
         self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -159,8 +182,6 @@ class Run:
         path = self.dataset_folder / f"{direction}.parquet"
         if not path.is_file():
             return None
-        import pyarrow.parquet as pq
-
         present = [c for c in FACETS if c in pq.read_schema(path).names]
         if not present:
             return None
