@@ -244,3 +244,43 @@ async def _browse(server: str) -> None:
         assert scores == sorted(scores)
         assert page.errors == []
         assert all(url.startswith(server) for url in page.requests)
+
+
+def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:
+    """Ten models with long names and six metrics: no part of the table outside the window."""
+    from bouquet_eval.leaderboard import ModelResults, build_leaderboard
+    from bouquet_eval.report import leaderboard_page
+
+    from .test_results import SMALL, synthetic_model
+
+    metrics = ["chrfpp", "metricx", "bleu", "ter", "glotlid_score", "glotlid_x_metricx"]
+    results = []
+    for number in range(10):
+        model = synthetic_model(f"organisation/model-{number}-instruct", -number, 1, number)
+        rows = model.rows.assign(
+            bleu=model.rows["chrfpp"] * 0.6,
+            ter=100 - model.rows["chrfpp"],
+            glotlid_score=0.9,
+            glotlid_x_metricx=model.rows["chrfpp"] / 100,
+        )
+        scores = (
+            rows.groupby(["src_lang", "tgt_lang"])
+            .agg(n_sentences=("uniq_id", "size"), **{c: (c, "mean") for c in metrics})
+            .reset_index()
+        )
+        results.append(ModelResults(model.name, scores, rows))
+    board = build_leaderboard(results, metrics, {"metricx", "ter"}, SMALL)
+    page_path = tmp_path / "leaderboard.html"
+    page_path.write_text(leaderboard_page(board, {"metricx", "ter"}), encoding="utf-8")
+    asyncio.run(_fits(page_path))
+
+
+async def _fits(page_path: Path) -> None:
+    async with browser.chromium() as page:
+        await page.open(page_path.as_uri())
+        right = await page.wait_for(
+            "document.querySelector('#leaderboard') &&"
+            " document.querySelector('#leaderboard').getBoundingClientRect().right"
+        )
+        assert right <= 1400
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 1400

@@ -345,8 +345,9 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1em; color: #1f2328; }
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #d0d7de; padding: 0.25em 0.45em; text-align: right; }
-th { max-width: 9em; white-space: normal; }
-td.name { max-width: 16em; overflow-wrap: anywhere; }
+th { max-width: 9em; white-space: normal; overflow-wrap: break-word; }
+td.name { min-width: 10em; max-width: 16em; overflow-wrap: anywhere; }
+td .interval { white-space: nowrap; }
 .wide { max-width: 100%; overflow-x: auto; }
 svg { max-width: 100%; height: auto; }
 th { background: #f6f8fa; }
@@ -378,7 +379,8 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     scale = display_scales(board)
     head = ["rank", "model", "cluster", "p vs best", "directions", "sentences"]
     head += [f"{c} {'↓' if c in lower else '↑'}" for c in metrics]
-    head += [f"{primary}: {g.replace('_', ' ')}" for g in ENGLISH_GROUPS]
+    # The metric is named in the notes: the headers stay narrow.
+    head += [f"{g.replace('_', ' ').replace('english', 'English')}" for g in ENGLISH_GROUPS]
     rows = []
     for record in board.to_dict(orient="records"):
         ranked = not pd.isna(record["rank"])
@@ -412,6 +414,8 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         "directions, with its 95% bootstrap interval (sentences resampled within directions).",
         f"Green rows (cluster 1) are not significantly different from the best model (paired "
         f"bootstrap on {html.escape(primary)}, p ≥ {SIGNIFICANCE_LEVEL}).",
+        f"The last three columns are {html.escape(primary)} over the directions into English, "
+        "out of English and between two other languages.",
     ]
     notes += [
         f"{html.escape(r['model'])}: {html.escape(r['note'])}."
