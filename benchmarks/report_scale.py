@@ -12,8 +12,9 @@ bootstrap resamples, 10,000 approximate-randomization trials):
 - the leaderboard (intervals and significance clusters);
 - the report's pages and figures (`report.write_figures`, what the leaderboard job adds);
 and prints each page's size. Where Chromium is installed, it times opening the results page
-until its table is drawn, and every view; and it times the sentence browser's answer for a
-few directions (the first answer reads the parquet files, the next ones too: no cache hit).
+until its table is drawn, and every view; and it times the sentence browser's answer for three
+directions (every sentence of every model; the server indexes the files before the clock
+starts, and no answer comes from its cache).
 """
 
 from __future__ import annotations

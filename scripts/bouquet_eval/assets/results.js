@@ -142,7 +142,8 @@
       return row;
     });
     const columns = directionColumns().concat([
-      { title: versus.metric + ": " + state.system + " − " + versus.baseline, field: "delta",
+      { title: "Δ " + versus.metric, field: "delta",
+        headerTooltip: versus.metric + ": " + state.system + " − " + versus.baseline,
         hozAlign: "right", sorter: "number",
         formatter: (cell) => {
           const value = cell.getValue();
@@ -151,16 +152,16 @@
           return '<span class="' + css + '">' + (value > 0 ? "+" : "") +
             number(value, versus.metric) + "</span>";
         } },
-      { title: "p (paired bootstrap)", field: "p", hozAlign: "right", sorter: "number",
+      { title: "p", headerTooltip: "paired bootstrap p-value", field: "p", hozAlign: "right", sorter: "number",
         formatter: (cell) => cell.getValue() === null ? "–" : cell.getValue().toPrecision(2) },
-      { title: "p, Benjamini-Hochberg", field: "q", hozAlign: "right", sorter: "number",
+      { title: "p (BH)", headerTooltip: "p-value corrected by Benjamini-Hochberg", field: "q", hozAlign: "right", sorter: "number",
         formatter: (cell) => cell.getValue() === null ? "–" : cell.getValue().toPrecision(2) },
-      { title: "at 5% after correction", field: "verdict", headerFilter: "list",
+      { title: "at 5%, corrected", field: "verdict", headerFilter: "list",
         headerFilterParams: { values: ["", "better", "worse", "no significant difference"] } },
     ]);
     const counts = { better: 0, worse: 0 };
     rows.forEach((row) => { if (row.verdict in counts) counts[row.verdict] += 1; });
-    const summary = state.system + " against " + versus.baseline + " on " + versus.metric + ": " +
+    const summary = "Δ = " + state.system + " − " + versus.baseline + " on " + versus.metric + ": " +
       counts.better + " directions better, " + counts.worse + " worse, " +
       (rows.length - counts.better - counts.worse) + " without a significant difference " +
       "(paired bootstrap, Benjamini-Hochberg over the " + rows.length + " directions, 5%).";
