@@ -72,7 +72,10 @@ def svg_text(figure: Figure) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    def write(temporary: Path) -> None:
+        temporary.write_text(text, encoding="utf-8")
+
+    write_atomically(path, write)
 
 
 def write_svg(path: Path, figure: Figure) -> None:
@@ -170,13 +173,13 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color=text_colour(image.cmap(image.norm(value))),
+                    color=text_colour(tuple(image.cmap(image.norm(value)))),
                 )
     figure.colorbar(image, ax=axes, shrink=0.6, label=column)
     return figure
 
 
-def text_colour(background: tuple[float, float, float, float]) -> str:
+def text_colour(background: Sequence[float]) -> str:
     """Black on a light cell (the bright end of viridis), white on a dark one."""
     red, green, blue, _ = background
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
