@@ -72,6 +72,7 @@ class Page:
     def __init__(self, socket: aiohttp.ClientWebSocketResponse) -> None:
         self.socket = socket
         self.errors: list[str] = []
+        self.requests: list[str] = []  # every URL the page and its frames asked for
         self.contexts: dict[int, str] = {}  # execution context id -> frame id
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
@@ -106,12 +107,14 @@ class Page:
             )
         elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
             self.errors.append(f"log: {params['entry']['text']}")
+        elif method == "Network.requestWillBeSent":
+            self.requests.append(params["request"]["url"])
         elif method == "Runtime.executionContextCreated":
             context = params["context"]
             self.contexts[context["id"]] = context.get("auxData", {}).get("frameId", "")
 
     async def open(self, url: str) -> None:
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Network"):
             await self.send(f"{domain}.enable")
         await self.send("Page.navigate", url=url)
 

@@ -25,7 +25,6 @@ from bouquet_eval.leaderboard import (
     primary_metric,
 )
 from bouquet_eval.mtme import documents, escape, unescape
-from bouquet_eval.stats import Resampling
 from bouquet_eval.verify import (
     DIFFERS,
     NOT_CLAIMED,
@@ -37,40 +36,9 @@ from bouquet_eval.verify import (
 
 from . import browser
 from .conftest import SAMPLE, Workflow
+from .leaderboard_models import SMALL, synthetic_model
 from .mtme_reader import read_language_pair
 from .workflow_configs import SMALL_JOBS
-
-SMALL = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
-DIRECTIONS = [("eng_Latn", "fra_Latn"), ("fra_Latn", "eng_Latn"), ("fra_Latn", "deu_Latn")]
-
-
-def synthetic_model(name: str, shift: float, noise: float, seed: int) -> ModelResults:
-    """Sentence scores around 50 + shift per direction; 40 sentences per direction."""
-    rng = np.random.default_rng(seed)
-    base = np.random.default_rng(0).uniform(20, 80, size=40)  # the same sentences for all
-    frames = []
-    for offset, (src, tgt) in enumerate(DIRECTIONS):
-        values = base + offset * 5 + shift + rng.normal(0, noise, size=40)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "src_lang": src,
-                    "tgt_lang": tgt,
-                    "uniq_id": [f"s{i}" for i in range(40)],
-                    "chrfpp": values,
-                    "metricx": 25 - values / 4,
-                }
-            )
-        )
-    rows = pd.concat(frames, ignore_index=True)
-    scores = (
-        rows.groupby(["src_lang", "tgt_lang"], sort=True)
-        .agg(
-            n_sentences=("uniq_id", "size"), chrfpp=("chrfpp", "mean"), metricx=("metricx", "mean")
-        )
-        .reset_index()
-    )
-    return ModelResults(name, scores, rows)
 
 
 def test_leaderboard_ranks_intervals_breakdown_and_clusters() -> None:
@@ -244,7 +212,7 @@ async def _browse_report(report: Path, folder: Path) -> None:
         assert models == ["reference", "copy-source"]
         await page.screenshot(folder / "leaderboard.png")
 
-        for link in ("Results", "2. Heatmaps", "copy-source"):
+        for link in ("Results", "4. Heatmaps", "copy-source"):
             assert await page.evaluate(CLICK.format(json.dumps(link))), link
             await asyncio.sleep(0.2)
         await page.evaluate("document.querySelector('a[iconname=eye]').click()")
@@ -255,7 +223,30 @@ async def _browse_report(report: Path, folder: Path) -> None:
             " return img !== null && img.complete && img.naturalWidth > 300; })()"
         )
         await page.screenshot(folder / "heatmap.png")
+
+        # The interactive tables, inside the report: every direction of both models.
+        for link in ("Results", "2. Results by language and direction"):
+            assert await page.evaluate(CLICK.format(json.dumps(link))), link
+            await asyncio.sleep(0.2)
+        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
+        await page.wait_for("document.querySelectorAll('iframe').length > 0")
+        await asyncio.sleep(0.5)
+        frame = (await page.child_frames())[-1]["id"]
+        await page.wait_for(
+            "document.querySelector('button[data-view=directions]') !== null", frame=frame
+        )
+        await page.evaluate(
+            "document.querySelector('button[data-view=directions]').click()", frame=frame
+        )
+        rows = await page.wait_for(
+            "document.getElementById('app').dataset.view === 'directions'"
+            " && document.getElementById('app').dataset.rows",
+            frame=frame,
+        )
+        assert rows == "20"
+        await page.screenshot(folder / "results.png")
         assert page.errors == []
+        assert all(url.startswith(("file://", "data:")) for url in page.requests)
 
 
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
@@ -391,24 +382,6 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
             )
             assert pair.scores["sys"]["chrfpp-refA"][model] == [pytest.approx(expected)]
     assert len(list((test_set / "sources").glob("*.txt"))) == 20
-
-
-@pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])
-def test_language_bars_put_the_best_language_on_top(column: str, lower: set[str]) -> None:
-    from bouquet_eval.report import language_bars
-
-    good, bad = (1.0, 9.0) if lower else (90.0, 10.0)
-    scores = pd.DataFrame(
-        {"src_lang": ["eng_Latn", "eng_Latn", "fra_Latn", "deu_Latn"],
-         "tgt_lang": ["fra_Latn", "deu_Latn", "eng_Latn", "eng_Latn"],
-         column: [good, bad, good, bad]}
-    )  # fmt: skip
-    axes = language_bars(scores, column, "m", lower).axes[0]
-    assert [label.get_text() for label in axes.get_yticklabels()] == [
-        "fra_Latn",
-        "eng_Latn",
-        "deu_Latn",
-    ]
 
 
 @pytest.mark.parametrize(("column", "lower"), [("chrfpp", set()), ("metricx", {"metricx"})])

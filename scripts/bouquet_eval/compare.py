@@ -11,12 +11,16 @@ from bouquet_eval.stats import (
     PairedSamples,
     Resampling,
     approximate_randomization_p,
+    benjamini_hochberg,
     paired_bootstrap_p,
     paired_samples_of,
     pool,
 )
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
+P_VALUE_COLUMNS = ("p_paired_bootstrap", "p_approximate_randomization")
+POOLED = "all"
+"""src_lang and tgt_lang of the row that pools every direction of a comparison."""
 
 
 def compare_models(
@@ -28,6 +32,8 @@ def compare_models(
     """Every other model against `baseline`, per metric: per direction, then over all of them.
 
     `delta` is system minus baseline; mind each metric's direction (lower MetricX is better).
+    Each p-value column has a `_bh` twin: corrected (Benjamini-Hochberg) over the directions of
+    one system and metric; the pooled row is a single test and keeps its raw p-value there.
     """
     if len(rows_by_model) < 2:
         raise ValueError(f"a comparison needs two models or more, not {list(rows_by_model)}")
@@ -49,8 +55,20 @@ def compare_models(
             per_direction = paired_samples_of(pairs, resampling)
             for ((src_lang, tgt_lang), _), samples in zip(groups, per_direction, strict=True):
                 records.append(_record(column, baseline, name, src_lang, tgt_lang, samples))
-            records.append(_record(column, baseline, name, "all", "all", pool(per_direction)))
-    return pd.DataFrame.from_records(records)
+            records.append(_record(column, baseline, name, POOLED, POOLED, pool(per_direction)))
+    return with_corrected_p_values(pd.DataFrame.from_records(records))
+
+
+def with_corrected_p_values(comparison: pd.DataFrame) -> pd.DataFrame:
+    """`comparison` with a Benjamini-Hochberg `<p column>_bh` beside each p-value column."""
+    pooled = comparison["src_lang"] == POOLED
+    for column in P_VALUE_COLUMNS:
+        corrected = comparison[column].copy()
+        for _, family in comparison[~pooled].groupby(["system", "metric"], sort=False):
+            corrected[family.index] = benjamini_hochberg(family[column].to_numpy())
+        position = comparison.columns.get_loc(column) + 1
+        comparison.insert(position, f"{column}_bh", corrected)
+    return comparison
 
 
 def _check_same_sentences(baseline: str, base: pd.DataFrame, name: str, rows: pd.DataFrame) -> None:

@@ -12,6 +12,7 @@ import html
 import io
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.aggregate import ENGLISH, GROUP_COLUMNS
+from bouquet_eval.compare import compare_models
 from bouquet_eval.io import write_atomically
 from bouquet_eval.leaderboard import (
     ENGLISH_GROUPS,
@@ -30,12 +32,16 @@ from bouquet_eval.leaderboard import (
     metric_columns_of,
 )
 from bouquet_eval.metrics import COMPOSITE
+from bouquet_eval.stats import Resampling
+from bouquet_eval.views import results_data, results_page, sentences_data, sentences_page
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 # Below this many languages, every heatmap cell carries its value as text (and is larger).
 ANNOTATED_LANGUAGES = 24
+# The heatmap shows at most this many languages (the most paired with each other).
+HEATMAP_LANGUAGES = 40
 INCH_PER_LANGUAGE = {True: 0.5, False: 0.16}
 # The colour scale of a metric with a fixed range covers that range, so that heatmaps of
 # different models can be compared by eye.
@@ -66,7 +72,10 @@ def svg_text(figure: Figure) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    def write(temporary: Path) -> None:
+        temporary.write_text(text, encoding="utf-8")
+
+    write_atomically(path, write)
 
 
 def write_svg(path: Path, figure: Figure) -> None:
@@ -83,9 +92,38 @@ def language_order(scores: pd.DataFrame) -> list[str]:
     return sorted(languages, key=lambda code: (code != ENGLISH, code))
 
 
+def dense_languages(scores: pd.DataFrame, limit: int) -> list[str]:
+    """At most `limit` languages among which many directions were evaluated.
+
+    BOUQuET pairs every language with English and only some with each other: a matrix of all
+    of them is almost empty. The languages with the fewest directions to the languages still
+    kept are dropped one at a time (the peeling that approximates the densest subgraph) until
+    `limit` remain; ties drop the code that sorts last, so the choice is deterministic.
+    """
+    pairs = {(s, t) for s, t in zip(scores["src_lang"], scores["tgt_lang"], strict=True) if s != t}
+    kept = set(language_order(scores))
+    degree = {code: 0 for code in kept}
+    for src, tgt in pairs:
+        degree[src] += 1
+        degree[tgt] += 1
+    while len(kept) > limit:
+        dropped = min(kept, key=lambda code: (degree[code], [-ord(c) for c in code]))
+        kept.remove(dropped)
+        for src, tgt in pairs:
+            if dropped in (src, tgt):
+                other = tgt if src == dropped else src
+                if other in kept:
+                    degree[other] -= 1
+    return [code for code in language_order(scores) if code in kept]
+
+
 def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> Figure:
-    """Source x target matrix of a model's direction means on one metric."""
-    languages = language_order(scores)
+    """Source x target matrix of a model's direction means on one metric, among the
+    `HEATMAP_LANGUAGES` languages most paired with each other (`dense_languages`)."""
+    every = language_order(scores)
+    languages = dense_languages(scores, HEATMAP_LANGUAGES)
+    shown = scores["src_lang"].isin(languages) & scores["tgt_lang"].isin(languages)
+    scores = scores[shown]
     index = {code: i for i, code in enumerate(languages)}
     matrix = np.full((len(languages), len(languages)), np.nan)
     for src, tgt, value in zip(scores["src_lang"], scores["tgt_lang"], scores[column], strict=True):
@@ -117,7 +155,13 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     axes.set_yticks(range(len(languages)), languages, fontsize=font)
     axes.set_xlabel("target language")
     axes.set_ylabel("source language")
-    axes.set_title(f"{model}: {column} per direction ({better(column, lower)})")
+    subset = (
+        ""
+        if len(languages) == len(every)
+        else f"\n{int(shown.sum())} of {len(shown)} directions: the {len(languages)} most paired "
+        "languages"
+    )
+    axes.set_title(f"{model}: {column} per direction ({better(column, lower)}){subset}")
     if annotated:
         scale = float(np.nanmax(np.abs(matrix), initial=0))
         for (row, col), value in np.ndenumerate(matrix):
@@ -129,45 +173,16 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color=text_colour(image.cmap(image.norm(value))),
+                    color=text_colour(tuple(image.cmap(image.norm(value)))),
                 )
     figure.colorbar(image, ax=axes, shrink=0.6, label=column)
     return figure
 
 
-def text_colour(background: tuple[float, float, float, float] | np.ndarray) -> str:
+def text_colour(background: Sequence[float]) -> str:
     """Black on a light cell (the bright end of viridis), white on a dark one."""
     red, green, blue, _ = background
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
-
-
-def language_means(scores: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per language: mean over directions into it and out of it."""
-    into = scores.groupby("tgt_lang")[column].mean().rename("into")
-    out_of = scores.groupby("src_lang")[column].mean().rename("out of")
-    means = pd.concat([into, out_of], axis=1)
-    means.index.name = "language"
-    return means
-
-
-def language_bars(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> Figure:
-    """Horizontal bars per language, into and out of it, best languages on top."""
-    means = language_means(scores, column)
-    # Sorted on both directions' mean; top of the chart is the best.
-    order = means.mean(axis=1).sort_values(ascending=column in lower).index
-    means = means.loc[order]
-    figure = _figure(7.5, max(3.0, 0.3 * len(means) + 1.2))
-    axes = figure.add_subplot()
-    positions = np.arange(len(means))
-    axes.barh(positions - 0.2, means["into"].fillna(0), height=0.4, label="into the language")
-    axes.barh(positions + 0.2, means["out of"].fillna(0), height=0.4, label="out of the language")
-    axes.set_yticks(positions, means.index, fontsize=7 if len(means) > 40 else 8)
-    axes.set_ylim(len(means) - 0.5, -0.5)
-    axes.set_xlabel(f"{column}, mean over directions ({better(column, lower)})")
-    axes.set_title(f"{model}: {column} into and out of each language")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    axes.grid(axis="x", alpha=0.3)
-    return figure
 
 
 def distributions(
@@ -254,15 +269,29 @@ def timing_per_direction(timing: pd.DataFrame, gpus: int) -> pd.DataFrame:
     return table
 
 
+TIMING_PANELS = ("sentences/s", "output tokens/s", "GPU-seconds")
+
+
+def _recorded(values: pd.Series, panel: str) -> np.ndarray:
+    """The finite values of a panel; GPU-seconds of a model that used no GPU are not data."""
+    finite = _finite(values)
+    return finite[finite > 0] if panel == "GPU-seconds" else finite
+
+
 def timing_figure(timing_by_model: Mapping[str, pd.DataFrame], gpus: Mapping[str, int]) -> Figure:
-    """Box plots per model of the three rates, one panel each."""
+    """Box plots per model of the three rates, one panel each; a rate no model recorded (no
+    token counts, no GPU used) gets no panel."""
     tables = {name: timing_per_direction(t, gpus[name]) for name, t in timing_by_model.items()}
-    panels = ("sentences/s", "output tokens/s", "GPU-seconds")
     names = list(tables)
-    figure = _figure(11, max(2.5, 0.45 * len(names) + 1.5))
+    panels = [
+        panel
+        for panel in TIMING_PANELS
+        if any(_recorded(tables[name][panel], panel).size for name in names)
+    ] or list(TIMING_PANELS[:1])
+    figure = _figure(3.7 * len(panels), max(2.5, 0.45 * len(names) + 1.5))
     for number, panel in enumerate(panels, start=1):
         axes = figure.add_subplot(1, len(panels), number)
-        values = [_finite(tables[name][panel]) for name in names]
+        values = [_recorded(tables[name][panel], panel) for name in names]
         shown = [(i, v) for i, v in enumerate(values) if v.size]
         if shown:
             axes.boxplot(
@@ -316,9 +345,14 @@ def _finite(values: pd.Series) -> np.ndarray:
 # --- HTML pages -----------------------------------------------------------------------------
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #d0d7de; padding: 0.3em 0.6em; text-align: right; }
+body { font-family: system-ui, sans-serif; margin: 1em; color: #1f2328; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.45em; text-align: right; }
+th { max-width: 9em; white-space: normal; overflow-wrap: break-word; }
+td.name { min-width: 10em; max-width: 16em; overflow-wrap: anywhere; }
+td .interval { white-space: nowrap; }
+.wide { max-width: 100%; overflow-x: auto; }
+svg { max-width: 100%; height: auto; }
 th { background: #f6f8fa; }
 td.name, th.name { text-align: left; }
 tr.cluster-1 td { background: #e6f4ea; }
@@ -347,8 +381,9 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     metrics = metric_columns_of(board)
     scale = display_scales(board)
     head = ["rank", "model", "cluster", "p vs best", "directions", "sentences"]
-    head += [f"{c} ({'↓' if c in lower else '↑'})" for c in metrics]
-    head += [f"{primary}: {g.replace('_', ' ')}" for g in ENGLISH_GROUPS]
+    head += [f"{c} {'↓' if c in lower else '↑'}" for c in metrics]
+    # The metric is named in the notes: the headers stay narrow.
+    head += [f"{g.replace('_', ' ').replace('english', 'English')}" for g in ENGLISH_GROUPS]
     rows = []
     for record in board.to_dict(orient="records"):
         ranked = not pd.isna(record["rank"])
@@ -367,7 +402,7 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
                 f"{format_score(record[f'{c}_ci_high'], scale[c])}"
             )
             cells.append(
-                f"<td>{format_score(record[c], scale[c])} "
+                f"<td>{format_score(record[c], scale[c])}<br>"
                 f'<span class="interval">[{interval}]</span></td>'
             )
         cells += [
@@ -382,6 +417,8 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         "directions, with its 95% bootstrap interval (sentences resampled within directions).",
         f"Green rows (cluster 1) are not significantly different from the best model (paired "
         f"bootstrap on {html.escape(primary)}, p ≥ {SIGNIFICANCE_LEVEL}).",
+        f"The last three columns are {html.escape(primary)} over the directions into English, "
+        "out of English and between two other languages.",
     ]
     notes += [
         f"{html.escape(r['model'])}: {html.escape(r['note'])}."
@@ -389,8 +426,8 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         if r["note"]
     ]
     body = (
-        f'<table id="leaderboard"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>\n"
+        f'<div class="wide"><table id="leaderboard"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>\n"
         + "".join(f"<p>{note}</p>" for note in notes)
         + f"<h2>{html.escape(primary)} with 95% intervals</h2>"
         + inline_svg(forest_plot(board, lower))
@@ -402,13 +439,22 @@ def _cell(text: str, css: str = "") -> str:
     return f'<td class="{css}">{html.escape(text)}</td>'
 
 
+def dataset_in_use(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """The `dataset` settings the run used: a local `path` replaces the Hub's name, config,
+    split and revision, which the configuration still holds as defaults but nothing read."""
+    if dataset.get("path"):
+        return {"path": dataset["path"]}
+    return {key: value for key, value in dataset.items() if key != "path"}
+
+
 def run_page(config: dict[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
     """The configuration of the run and each model's latest manifest entry, in full."""
     import yaml
 
+    shown = {**config, "dataset": dataset_in_use(config.get("dataset") or {})}
     sections = [
         "<h2>Configuration</h2>",
-        f"<pre>{html.escape(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))}</pre>",
+        f"<pre>{html.escape(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))}</pre>",
     ]
     for name, manifest in manifests.items():
         entries = manifest.get("entries", [])
@@ -441,8 +487,9 @@ def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) ->
     pairs = [(model, column) for model in models for column in columns]
     return {
         "leaderboard": folder / "leaderboard.html",
+        "results": folder / "results.html",
+        "sentences": folder / "sentences.html",
         "heatmaps": {(m, c): folder / "heatmaps" / f"{m}.{c}.svg" for m, c in pairs},
-        "languages": {(m, c): folder / "languages" / f"{m}.{c}.svg" for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
         "timing": folder / "timing.svg",
@@ -450,28 +497,62 @@ def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) ->
     }
 
 
+@dataclass(frozen=True)
+class RunRecords:
+    """What the report shows of the run beside the scores."""
+
+    timing: Mapping[str, pd.DataFrame]
+    gpus: Mapping[str, int]
+    config: dict[str, Any]
+    manifests: Mapping[str, dict[str, Any]]
+
+
 def write_figures(
     paths: dict[str, Any],
     board: pd.DataFrame,
     results: Sequence[ModelResults],
-    timing: Mapping[str, pd.DataFrame],
-    gpus: Mapping[str, int],
-    config: dict[str, Any],
-    manifests: Mapping[str, dict[str, Any]],
+    scored_rows: Mapping[str, Path],
+    run: RunRecords,
     lower: set[str],
+    resampling: Resampling,
+    baseline: str | None = None,
 ) -> None:
-    """Every figure and page at its place in `paths` (see `figure_paths`)."""
+    """Every figure and page at its place in `paths` (see `figure_paths`); `scored_rows` are
+    the models' scored_rows.parquet (the sentence page's texts), `baseline` the model the
+    results page compares the others with (by default the best ranked one)."""
     scores = {r.name: r.scores for r in results}
     # Models in leaderboard order, best first, in every figure.
     ordered = [name for name in board["model"] if name in scores]
     rows = {r.name: r.rows for r in results}
+    primary = board.attrs["primary"]
     write_text(paths["leaderboard"], leaderboard_page(board, lower))
+    columns = list(paths["distributions"])
+    versus = versus_baseline(board, rows, baseline, resampling)
+    data = results_data(scores, ordered, columns, lower, primary, versus)
+    write_text(paths["results"], results_page(data, STYLE))
+    sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
+    write_text(paths["sentences"], sentences_page(sentences, STYLE))
     for (model, column), path in paths["heatmaps"].items():
         write_svg(path, heatmap(scores[model], column, model, lower))
-    for (model, column), path in paths["languages"].items():
-        write_svg(path, language_bars(scores[model], column, model, lower))
     for column, path in paths["distributions"].items():
         write_svg(path, distributions({m: rows[m] for m in ordered}, column, lower))
     write_svg(paths["comparison"], comparison(scores, board, lower))
-    write_svg(paths["timing"], timing_figure({m: timing[m] for m in ordered}, gpus))
-    write_text(paths["run"], run_page(config, manifests))
+    write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
+    write_text(paths["run"], run_page(run.config, run.manifests))
+
+
+def versus_baseline(
+    board: pd.DataFrame,
+    rows: Mapping[str, pd.DataFrame],
+    baseline: str | None,
+    resampling: Resampling,
+) -> pd.DataFrame | None:
+    """Paired tests of every ranked model against `baseline` on the primary metric, per
+    direction (`compare.compare_models`); None when fewer than two models are comparable."""
+    ranked = board.loc[board["rank"].notna(), "model"].tolist()
+    if baseline is None or baseline not in ranked:
+        baseline = ranked[0] if ranked else None
+    if baseline is None or len(ranked) < 2:
+        return None
+    primary = board.attrs["primary"]
+    return compare_models({m: rows[m] for m in ranked}, baseline, [primary], resampling)

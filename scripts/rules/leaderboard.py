@@ -15,7 +15,7 @@ from bouquet_eval.leaderboard import (
 )
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.provenance import known_secrets, redact
-from bouquet_eval.report import figure_paths, write_figures
+from bouquet_eval.report import RunRecords, figure_paths, write_figures
 from bouquet_eval.stats import Resampling
 
 
@@ -36,25 +36,32 @@ def main(snakemake: SnakemakeJob) -> None:
             columns,
         )
         lower = lower_is_better_columns(metrics)
-        board = build_leaderboard(
-            results, columns, lower, Resampling(**snakemake.config["statistics"])
-        )
+        resampling = Resampling(**snakemake.config["statistics"])
+        board = build_leaderboard(results, columns, lower, resampling)
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 
         folder = Path(snakemake.output.page).parent
+        run = RunRecords(
+            timing={
+                m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)
+            },
+            gpus=snakemake.params.gpus,
+            config=redact(snakemake.config, known_secrets(snakemake.config)),
+            manifests={
+                m: json.loads(Path(p).read_text(encoding="utf-8"))
+                for m, p in zip(models, snakemake.input.manifests, strict=True)
+            },
+        )
         write_figures(
             figure_paths(folder, models, columns),
             board,
             results,
-            {m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)},
-            snakemake.params.gpus,
-            redact(snakemake.config, known_secrets(snakemake.config)),
-            {
-                m: json.loads(Path(p).read_text(encoding="utf-8"))
-                for m, p in zip(models, snakemake.input.manifests, strict=True)
-            },
+            dict(zip(models, map(Path, snakemake.input.scored_rows), strict=True)),
+            run,
             set(lower),
+            resampling,
+            snakemake.params.baseline,
         )
         log.info("report figures written to %s", folder)
 

@@ -15,15 +15,24 @@ rule leaderboard:
             category="1. Leaderboard",
             labels={"figure": "leaderboard"},
         ),
-        heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "2. Heatmaps"),
-        languages=figures_of_models(
-            "languages", "../report/languages.rst", "3. Per language"
+        results=report(
+            FIGURES["results"],
+            caption="../report/results.rst",
+            category="2. Results by language and direction",
+            labels={"figure": "every direction, every model"},
         ),
+        sentences=report(
+            FIGURES["sentences"],
+            caption="../report/sentences.rst",
+            category="3. Sentences",
+            labels={"figure": "worst and sample sentences"},
+        ),
+        heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "4. Heatmaps"),
         distributions=[
             report(
                 path,
                 caption="../report/distributions.rst",
-                category="4. Distributions",
+                category="5. Distributions",
                 labels={"metric": column},
             )
             for column, path in FIGURES["distributions"].items()
@@ -31,19 +40,19 @@ rule leaderboard:
         comparison=report(
             FIGURES["comparison"],
             caption="../report/comparison.rst",
-            category="5. Paired comparison",
+            category="6. Paired comparison",
             labels={"figure": "comparison"},
         ),
         timing=report(
             FIGURES["timing"],
             caption="../report/timing.rst",
-            category="6. Timing",
+            category="7. Timing",
             labels={"figure": "timing"},
         ),
         run=report(
             FIGURES["run"],
             caption="../report/run.rst",
-            category="7. Run",
+            category="8. Run",
             labels={"figure": "configuration and manifests"},
         ),
     log:
@@ -55,5 +64,6 @@ rule leaderboard:
         metrics=config["metrics"],
         statistics=config["statistics"],
         gpus={name: model_gpus(model) for name, model in MODELS.items()},
+        baseline=config["compare"]["baseline"],
     script:
         "../../scripts/rules/leaderboard.py"

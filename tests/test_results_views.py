@@ -1,0 +1,284 @@
+"""The results at BOUQuET's real shape: the report's interactive pages, the corrected p-values,
+the dense heatmap and the sentence browser, on 1062 directions over 268 languages, 5 models."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bouquet_eval.browse import serve
+from bouquet_eval.compare import compare_models
+from bouquet_eval.report import dense_languages, run_page, timing_figure
+from bouquet_eval.stats import Resampling, benjamini_hochberg
+from bouquet_eval.views import describe_language
+
+from . import browser
+from .leaderboard_models import SMALL, synthetic_model
+from .synthetic import ENGLISH, bouquet_shaped_directions, write_shaped_run
+
+MODELS = ["alpha", "bravo", "charlie", "delta", "echo"]
+SENTENCES = 3
+
+
+def test_benjamini_hochberg_matches_the_step_up_definition() -> None:
+    p = [0.01, 0.04, 0.03, float("nan"), 0.5]
+    # Sorted 0.01, 0.03, 0.04, 0.5 of m = 4: 0.04, 0.06, 0.0533, 0.5, then the running minimum
+    # from the largest down.
+    adjusted = benjamini_hochberg(p)
+    assert adjusted[[0, 2, 1, 4]] == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+    assert np.isnan(adjusted[3])
+    assert benjamini_hochberg([0.9, 0.9]).tolist() == [0.9, 0.9]
+
+
+def test_comparison_has_corrected_p_values_beside_the_raw_ones() -> None:
+    rng = np.random.default_rng(1)
+    frames = {}
+    for name, shift in (("base", 0.0), ("system", 4.0)):
+        frames[name] = pd.DataFrame(
+            {
+                "src_lang": np.repeat(["eng_Latn", "fra_Latn", "deu_Latn"], 30),
+                "tgt_lang": np.repeat(["fra_Latn", "eng_Latn", "fra_Latn"], 30),
+                "uniq_id": np.tile([f"s{i}" for i in range(30)], 3),
+                "chrfpp": np.linspace(20, 80, 90)
+                + shift * (np.arange(90) >= 60)
+                + rng.normal(0, 0.5, 90),
+            }
+        )
+    resampling = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
+    comparison = compare_models(frames, "base", ["chrfpp"], resampling)
+    columns = list(comparison.columns)
+    for raw in ("p_paired_bootstrap", "p_approximate_randomization"):
+        assert columns[columns.index(raw) + 1] == f"{raw}_bh"
+        directions = comparison[comparison["src_lang"] != "all"]
+        assert directions[f"{raw}_bh"].to_numpy() == pytest.approx(
+            benjamini_hochberg(directions[raw].to_numpy())
+        )
+        assert (directions[f"{raw}_bh"] >= directions[raw]).all()
+        pooled = comparison[comparison["src_lang"] == "all"].iloc[0]
+        assert pooled[f"{raw}_bh"] == pooled[raw]
+
+
+def test_the_heatmap_keeps_the_languages_paired_with_each_other() -> None:
+    others = [f"{letter}aa_Latn" for letter in "bcdefghijk"]
+    cluster = ["faa_Latn", "haa_Latn", "jaa_Latn", "kaa_Latn"]
+    pairs = [(ENGLISH, code) for code in others] + [(code, ENGLISH) for code in others]
+    pairs += [(a, b) for a in cluster for b in cluster if a != b]
+    pairs += [("baa_Latn", "caa_Latn")]  # one regional pair outside the cluster
+    scores = pd.DataFrame(pairs, columns=["src_lang", "tgt_lang"])
+    # English first, then the four languages all paired with each other.
+    assert dense_languages(scores, 5) == [ENGLISH, *cluster]
+    # Few languages: all of them, in the heatmap's order.
+    assert dense_languages(scores, 40) == [ENGLISH, *sorted(others)]
+
+
+def test_timing_leaves_out_rates_nobody_recorded() -> None:
+    timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
+    figure = timing_figure({"a": timing, "b": timing}, {"a": 0, "b": 0})
+    assert [axes.get_xlabel() for axes in figure.axes] == ["sentences/s per direction"]
+    figure = timing_figure({"a": timing, "b": timing}, {"a": 1, "b": 0})
+    assert [axes.get_xlabel() for axes in figure.axes] == [
+        "sentences/s per direction",
+        "GPU-seconds per direction",
+    ]
+
+
+def test_the_run_page_shows_the_dataset_that_was_read() -> None:
+    config = {"dataset": {"name": "facebook/bouquet", "revision": "main", "path": "/data/b"}}
+    shown = run_page(config, {})
+    assert "path: /data/b" in shown and "facebook/bouquet" not in shown
+    hub = run_page({"dataset": {"name": "facebook/bouquet", "revision": "v1", "path": None}}, {})
+    assert "name: facebook/bouquet" in hub and "revision: v1" in hub and "path:" not in hub
+
+
+def test_languages_have_names_scripts_and_regions() -> None:
+    swahili = describe_language("swh_Latn")
+    assert (swahili.name, swahili.script, swahili.region) == ("Swahili", "Latin", "Tanzania")
+    serbian = describe_language("srp_Cyrl")
+    assert (serbian.script, serbian.region) == ("Cyrillic", "Serbia")
+
+
+# --- BOUQuET's shape ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1062 directions over 268 languages, 3 sentences each, 5 models; the report's pages."""
+    root = tmp_path_factory.mktemp("shaped")
+    directions = bouquet_shaped_directions()
+    assert len(directions) == 1062
+    assert len({d.src_lang for d in directions} | {d.tgt_lang for d in directions}) == 268
+    write_shaped_run(root, MODELS, SENTENCES, directions)
+    return root / "runs"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> None:
+    reason = browser.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    browser.install()
+
+
+TABLE = "Tabulator.findTable('#table')[0]"
+VIEWS = {"language": 267, "regional": 1062 - 2 * 267, "directions": 1062, "versus": 1062}
+
+
+def test_the_report_pages_at_bouquet_shape(shaped: Path, chromium: None) -> None:
+    asyncio.run(_report_pages(shaped / "report"))
+
+
+async def _report_pages(report: Path) -> None:
+    async with browser.chromium() as page:
+        await page.open((report / "results.html").as_uri())
+        for view, rows in VIEWS.items():
+            button = f"document.querySelector('button[data-view={view}]')"
+            await page.wait_for(f"{button} !== null")
+            await page.evaluate(f"{button}.click()")
+            await page.wait_for(
+                f"document.getElementById('app').dataset.view === '{view}' && "
+                f"document.getElementById('app').dataset.rows === '{rows}' && "
+                "document.querySelectorAll('.tabulator-row').length > 10"
+            )
+        # Against the chosen baseline (the last model): every other model, corrected p-values.
+        summary = await page.evaluate("document.querySelector('.summary').textContent")
+        assert summary.startswith("Δ = alpha \N{MINUS SIGN} echo on metricx")
+        assert "Benjamini-Hochberg over the 1062 directions" in summary
+        # The language view searches names, and sorts with the intervals beside the scores.
+        await page.evaluate("document.querySelector('button[data-view=language]').click()")
+        await page.wait_for("document.getElementById('app').dataset.view === 'language'")
+        found = await page.wait_for(
+            f"(() => {{ const t = {TABLE}; t.setHeaderFilterValue('name', 'Breton');"
+            " return t.getData('active').map(r => [r.code, r.region, r.into, r['into~ci']]); })()"
+        )
+        assert [row[:2] for row in found] == [["bre_Latn", "France"]]
+        low, high = found[0][3]
+        assert low <= found[0][2] <= high
+        assert page.errors == []
+
+        await page.open((report / "sentences.html").as_uri())
+        shown = await page.wait_for(
+            "document.getElementById('app').dataset.direction &&"
+            " document.querySelectorAll('dl.sentence').length"
+        )
+        # The sample with every model, then each model's worst sentences.
+        assert shown == 1 + len(MODELS) * SENTENCES
+        await page.open((report / "leaderboard.html").as_uri())
+        width = await page.wait_for(
+            "document.querySelector('#leaderboard') && document.documentElement.scrollWidth"
+        )
+        assert width <= 1400
+        await page.open((report / "heatmaps" / f"{MODELS[0]}.chrfpp.svg").as_uri())
+        title = await page.wait_for("document.querySelector('svg') && document.title || 'x'")
+        assert title
+        assert page.errors == []
+        # Nothing but the pages' own files and what they inline: no network.
+        assert page.requests
+        assert all(url.startswith(("file://", "data:")) for url in page.requests)
+
+
+@pytest.fixture(scope="module")
+def server(shaped: Path) -> Iterator[str]:
+    httpd = serve(shaped, 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_browser_answers_a_direction_with_every_sentence(server: str, shaped: Path) -> None:
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"{server}/api/sentences?direction=eng_Latn-bre_Latn") as reply:
+        answer = json.load(reply)
+    assert time.perf_counter() - started < 1.0
+    assert answer["facets"] == ["domain", "register"]
+    rows = answer["rows"]
+    assert [r["uniq_id"] for r in rows] == [f"s{i}" for i in range(SENTENCES)]
+    expected = pd.read_parquet(shaped / "alpha" / "scored_rows.parquet")
+    mine = expected[(expected["src_lang"] == "eng_Latn") & (expected["tgt_lang"] == "bre_Latn")]
+    assert [r["mt_text|alpha"] for r in rows] == mine["mt_text"].tolist()
+    assert [r["chrfpp|echo"] is not None for r in rows] == [True] * SENTENCES
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{server}/api/sentences?direction=eng_Latn-xxx_Latn")
+    assert refused.value.code == 400
+
+
+def test_the_browser_page_filters_and_sets_models_side_by_side(server: str, chromium: None) -> None:
+    asyncio.run(_browse(server))
+
+
+async def _browse(server: str) -> None:
+    async with browser.chromium() as page:
+        await page.open(f"{server}/?direction=eng_Latn-bre_Latn")
+        await page.wait_for("document.getElementById('app').dataset.ready === 'true'")
+        shown = await page.evaluate("document.getElementById('app').dataset.shown")
+        assert shown == str(SENTENCES)
+        choose = (
+            "(() => {{ const s = document.querySelector('select[data-control=\"{0}\"]');"
+            " s.value = {1}; s.dispatchEvent(new Event('change')); return true; }})()"
+        )
+        await page.evaluate(choose.format("facet:domain", json.dumps("news")))
+        assert await page.evaluate("document.getElementById('app').dataset.shown") == "1"
+        await page.evaluate(choose.format("facet:domain", json.dumps("")))
+        await page.evaluate(choose.format("versus", json.dumps("bravo")))
+        header = await page.evaluate(
+            "Array.from(document.querySelectorAll('table.sentences th')).map(h => h.textContent)"
+        )
+        assert header[-3:] == ["alpha (chrfpp)", "bravo (chrfpp)", "difference"]
+        # Worst first for alpha: its chrF++ ascending.
+        await page.evaluate(choose.format("versus", json.dumps("")))
+        scores = await page.evaluate(
+            "Array.from(document.querySelectorAll('table.sentences tbody tr'))"
+            ".map(r => parseFloat(r.cells[5].querySelector('.score').textContent))"
+        )
+        assert scores == sorted(scores)
+        assert page.errors == []
+        assert all(url.startswith(server) for url in page.requests)
+
+
+def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:
+    """Ten models with long names and six metrics: no part of the table outside the window."""
+    from bouquet_eval.leaderboard import ModelResults, build_leaderboard
+    from bouquet_eval.report import leaderboard_page
+
+    metrics = ["chrfpp", "metricx", "bleu", "ter", "glotlid_score", "glotlid_x_metricx"]
+    results = []
+    for number in range(10):
+        model = synthetic_model(f"organisation/model-{number}-instruct", -number, 1, number)
+        rows = model.rows.assign(
+            bleu=model.rows["chrfpp"] * 0.6,
+            ter=100 - model.rows["chrfpp"],
+            glotlid_score=0.9,
+            glotlid_x_metricx=model.rows["chrfpp"] / 100,
+        )
+        scores = (
+            rows.groupby(["src_lang", "tgt_lang"])
+            .agg(n_sentences=("uniq_id", "size"), **{c: (c, "mean") for c in metrics})
+            .reset_index()
+        )
+        results.append(ModelResults(model.name, scores, rows))
+    board = build_leaderboard(results, metrics, {"metricx", "ter"}, SMALL)
+    page_path = tmp_path / "leaderboard.html"
+    page_path.write_text(leaderboard_page(board, {"metricx", "ter"}), encoding="utf-8")
+    asyncio.run(_fits(page_path))
+
+
+async def _fits(page_path: Path) -> None:
+    async with browser.chromium() as page:
+        await page.open(page_path.as_uri())
+        right = await page.wait_for(
+            "document.querySelector('#leaderboard') &&"
+            " document.querySelector('#leaderboard').getBoundingClientRect().right"
+        )
+        assert right <= 1400
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 1400
