@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import subprocess
+import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -196,11 +198,25 @@ def server(shaped: Path) -> Iterator[str]:
     httpd.server_close()
 
 
+def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
+    """The command as users type it: it prints its address, then answers there."""
+    command = [sys.executable, "-m", "bouquet_eval", "browse", str(shaped), "--port", "0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            address = re.search(r"http://127\.0\.0\.1:\d+/", process.stdout.readline())
+            assert address, "the command printed no address"
+            with urllib.request.urlopen(address.group(0)) as reply:
+                assert reply.status == 200
+                assert "<html" in reply.read().decode("utf-8").lower()
+        finally:
+            process.terminate()
+
+
 def test_the_browser_answers_a_direction_with_every_sentence(server: str, shaped: Path) -> None:
-    started = time.perf_counter()
+    # How fast it answers is measured by benchmarks/report_scale.py, not here.
     with urllib.request.urlopen(f"{server}/api/sentences?direction=eng_Latn-bre_Latn") as reply:
         answer = json.load(reply)
-    assert time.perf_counter() - started < 1.0
     assert answer["facets"] == ["domain", "register"]
     rows = answer["rows"]
     assert [r["uniq_id"] for r in rows] == [f"s{i}" for i in range(SENTENCES)]

@@ -1,4 +1,4 @@
-"""Every sentence of a run as a local web page: `python -m bouquet_eval.browse <output_dir>`.
+"""Every sentence of a run as a local web page: `bouquet-eval browse <output_dir>`.
 
 For a direction: every sentence with its source, reference, each model's output and its
 per-sentence scores; a model's worst sentences first; two models side by side with their
@@ -290,7 +290,7 @@ def serve(output_dir: Path, port: int) -> ThreadingHTTPServer:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bouquet_eval.browse",
+        prog="bouquet-eval browse",
         description="Serve every sentence of a run's output folder as a local web page.",
     )
     parser.add_argument("output_dir", type=Path, help="the run's output_dir (e.g. runs)")

@@ -1,4 +1,5 @@
-"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run`.
+"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run`,
+and `browse`, the sentence browser over a run's outputs.
 
 Each workflow subcommand turns its flags into the workflow's configuration
 (bouquet_eval.command_config), saves it beside the outputs and runs the workflow through
@@ -230,9 +231,19 @@ class Subcommand:
     main: Callable[[Sequence[str]], int]
 
 
+def browse(argv: Sequence[str]) -> int:
+    # Imported here: the server's modules are not needed by the workflow's subcommands.
+    from bouquet_eval.browse import main as browse_main
+
+    return browse_main(list(argv))
+
+
 SUBCOMMANDS: dict[str, Subcommand] = {
-    name: Subcommand(SUBCOMMAND_HELP[name], partial(run_workflow_command, name))
-    for name in WORKFLOW_SUBCOMMANDS
+    **{
+        name: Subcommand(SUBCOMMAND_HELP[name], partial(run_workflow_command, name))
+        for name in WORKFLOW_SUBCOMMANDS
+    },
+    "browse": Subcommand("Serve every sentence of a run's output folder on 127.0.0.1.", browse),
 }
 
 

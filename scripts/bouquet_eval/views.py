@@ -281,7 +281,7 @@ def sentences_page(data: dict[str, Any], style: str) -> str:
     intro = (
         f"<p>For each direction: one sample sentence with every model's output, and each "
         f"model's {WORST_SENTENCES} worst sentences on {html.escape(data['metric'])}. Every "
-        "sentence of the run is served by <code>python -m bouquet_eval.browse "
+        "sentence of the run is served by <code>bouquet-eval browse "
         "&lt;output_dir&gt;</code>.</p>"
     )
     return interactive_page("Sentences", intro, data, "sentences.js", style, tables=False)
