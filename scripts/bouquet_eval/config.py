@@ -132,8 +132,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
 
 def literal_secrets(config: Any, location: str = "") -> list[str]:
     """Where the configuration holds a literal value under a secret name (see
-    `provenance.is_secret_name`): such values reach Snakemake's job scripts."""
-    from bouquet_eval.provenance import is_secret_name
+    `secrets.is_secret_name`): such values reach Snakemake's job scripts."""
+    from bouquet_eval.secrets import is_secret_name
 
     found = []
     if isinstance(config, Mapping):
@@ -149,12 +149,19 @@ def literal_secrets(config: Any, location: str = "") -> list[str]:
     return found
 
 
-def expand_path(value: str | os.PathLike[str]) -> Path:
-    """Expand `~` and environment variables; a relative path stays relative to the workdir."""
-    expanded = os.path.expanduser(os.path.expandvars(os.fspath(value)))
+def expand_path(value: str | os.PathLike[str], extra: Mapping[str, str] | None = None) -> Path:
+    """Expand `~` and environment variables (then those of `extra`, for names the environment
+    lacks); a relative path stays relative to the workdir."""
+    expanded = os.path.expandvars(os.fspath(value))
+    if extra:
+        expanded = _VARIABLE.sub(lambda match: extra.get(match[1] or match[2], match[0]), expanded)
+    expanded = os.path.expanduser(expanded)
     if "$" in expanded:
         raise ConfigError(f"path '{value}' refers to an environment variable that is not set")
     return Path(expanded)
+
+
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

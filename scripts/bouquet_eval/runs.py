@@ -1,12 +1,18 @@
-"""Telling the locks of a killed run from those of a running one.
+"""Which runs of the workflow are alive in a working directory, and the locks of dead ones.
 
 Snakemake locks its working directory while a run goes and unlocks it when the run ends; a run
 that is killed (SIGKILL, a lost node, a closed terminal) leaves its locks, and the next run
 stops with a LockException until someone runs `--unlock`. Snakemake does not record who holds
-a lock, so each run of the workflow records itself here while it lives: when locks exist and
-every run recorded is a process of this machine that no longer exists, the locks are stale and
-are removed, and "rerun the same command" works after a crash. Runs recorded on another
-machine (a shared filesystem) are never presumed dead.
+a lock, so each run of the workflow records itself here once it starts (with its command line,
+for the manifest its jobs write) and until it exits:
+- when locks exist and every run recorded is a process of this machine that no longer exists,
+  the locks are stale and are removed, and "rerun the same command" works after a crash;
+- a run does not start while another recorded run is alive, even if its locks were removed
+  with `--unlock`: two runs in one folder would both do the same work;
+- runs recorded on another machine (a shared filesystem) are never presumed dead.
+Snakemake checks its locks right after planning, before any hook of the workflow runs, so the
+locks of dead runs are removed while the workflow is parsed; everything else happens when the
+run starts (`onstart`).
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ import logging
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 RUNS = Path(".snakemake") / "bouquet-eval" / "runs"
 LOCKS = Path(".snakemake") / "locks"
+
+
+class RunningError(RuntimeError):
+    """Another run of the workflow is alive in the working directory."""
 
 
 def _start_time(pid: int) -> str | None:
@@ -35,36 +46,91 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def _alive(record: dict) -> bool:
+def _alive(record: dict[str, Any]) -> bool:
     if record.get("host") != socket.gethostname():
         return True
     return _start_time(int(record["pid"])) == record.get("started")
 
 
-def register(workdir: Path = Path()) -> Path:
-    """Record this process as a run of the workflow until it exits."""
+def _records(workdir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for path in sorted((workdir / RUNS).glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and "pid" in record:
+            found.append((path, record))
+    return found
+
+
+def live_runs(workdir: Path = Path()) -> list[dict[str, Any]]:
+    """The records of the runs alive in `workdir`."""
+    return [record for _, record in _records(workdir) if _alive(record)]
+
+
+def describe_run(record: dict[str, Any]) -> str:
+    return f"PID {record['pid']} on host {record['host']}"
+
+
+def locked_by_a_live_run(workdir: Path = Path()) -> str | None:
+    """Where locks exist and a recorded run is alive, a message that names it (Snakemake will
+    advise `--unlock`, which would let a second run work beside it); else None."""
+    alive = live_runs(workdir)
+    if not alive or not any((workdir / LOCKS).glob("*.lock")):
+        return None
+    runs = ", ".join(describe_run(record) for record in alive)
+    return (
+        f"bouquet-eval: a run of this workflow is still working in this folder ({runs}): "
+        "wait for it to end or stop it. Do not use --unlock while it runs: a second run would "
+        "not start beside it anyway."
+    )
+
+
+def refuse_beside_live_runs(workdir: Path = Path()) -> None:
+    """Raise RunningError, naming the run, while another recorded run is alive."""
+    alive = [record for record in live_runs(workdir) if record.get("pid") != os.getpid()]
+    if alive:
+        runs = ", ".join(describe_run(record) for record in alive)
+        raise RunningError(
+            f"bouquet-eval: another run of this workflow is working in this folder ({runs}); "
+            "nothing was started. Wait for it to end or stop it (its locks may have been "
+            "removed with --unlock, but it still runs)."
+        )
+
+
+def register(command: list[str], workdir: Path = Path()) -> Path:
+    """Record this process as a run of the workflow, and its (redacted) command line, until it
+    exits."""
     folder = workdir / RUNS
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{socket.gethostname()}-{os.getpid()}.json"
-    record = {"host": socket.gethostname(), "pid": os.getpid(), "started": _start_time(os.getpid())}
+    record = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": _start_time(os.getpid()),
+        "command": command,
+    }
     path.write_text(json.dumps(record), encoding="utf-8")
     atexit.register(path.unlink, missing_ok=True)
     return path
 
 
+def recorded_command(workdir: Path = Path()) -> list[str] | None:
+    """The command line of the run alive in `workdir` (for its jobs: only one run may be)."""
+    alive = live_runs(workdir)
+    return alive[0].get("command") if len(alive) == 1 else None
+
+
 def remove_stale_locks(workdir: Path = Path()) -> list[Path]:
     """Remove the locks if every recorded run is gone (see the module docstring); return them.
 
-    Records of runs that are gone are removed too. Call before `register`.
+    Records of runs that are gone are removed too.
     """
     locks = sorted((workdir / LOCKS).glob("*.lock"))
-    records = sorted((workdir / RUNS).glob("*.json"))
+    records = _records(workdir)
     alive = False
-    for path in records:
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
+    for path, record in records:
         if _alive(record):
             alive = True
         else:

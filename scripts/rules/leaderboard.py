@@ -14,8 +14,8 @@ from bouquet_eval.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.report import figure_paths, write_figures
+from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
 
 snakemake = globals()["snakemake"]
@@ -27,6 +27,7 @@ def read_timing(path: Path) -> pd.DataFrame:
 
 
 with job_logging(snakemake.log[0]) as log:
+    plan = snakemake.params.plan
     models = snakemake.params.models
     metrics = load_metrics(snakemake.params.metrics, snakemake.config)
     columns = score_columns(metrics)
@@ -47,8 +48,8 @@ with job_logging(snakemake.log[0]) as log:
         board,
         results,
         {m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)},
-        snakemake.params.gpus,
-        redact(snakemake.config, known_secrets(snakemake.config)),
+        {name: plan.models[name].gpus for name in models},
+        redact(plan.config, plan.secrets()),
         {
             m: json.loads(Path(p).read_text(encoding="utf-8"))
             for m, p in zip(models, snakemake.input.manifests, strict=True)

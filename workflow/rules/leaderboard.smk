@@ -54,6 +54,6 @@ rule leaderboard:
         models=list(MODELS),
         metrics=config["metrics"],
         statistics=config["statistics"],
-        gpus={name: model_gpus(model) for name, model in MODELS.items()},
+        plan=PLAN,
     script:
         "../../scripts/rules/leaderboard.py"

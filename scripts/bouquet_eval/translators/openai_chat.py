@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bouquet_eval.provenance import REDACTED
+from bouquet_eval.secrets import REDACTED
 from bouquet_eval.translators import BatchError
 
 if TYPE_CHECKING:
