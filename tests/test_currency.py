@@ -7,9 +7,6 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
-
-from bouquet_eval.planning import is_dry_run
 
 from .conftest import Workflow
 from .test_workflow import bounds_config, recorded, recording_model
@@ -257,18 +254,3 @@ def test_a_dry_run_changes_nothing_later_runs_do(workflow: Workflow, dataset: Pa
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
     workflow.run()
     assert recorded(record).count(DEU) == 1
-
-
-@pytest.mark.parametrize(
-    ("argv", "dry"),
-    [
-        (["snakemake", "-n"], True),
-        (["snakemake", "--dry-run", "--cores", "2"], True),
-        (["snakemake", "-np", "all"], True),
-        (["snakemake", "--dryrun"], True),
-        (["snakemake", "--cores", "2", "--configfile", "n.yaml"], False),
-        (["snakemake", "-c1", "--config", "models=[{name: -n}]"], False),
-    ],
-)
-def test_a_dry_run_is_told_from_the_command_line(argv: list[str], dry: bool) -> None:
-    assert is_dry_run(argv) is dry

@@ -11,10 +11,11 @@ from sacrebleu.metrics import CHRF
 
 from bouquet_eval import Translator, build_prompt
 from bouquet_eval.aggregate import append_manifest, direction_scores
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import Direction
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.prompt import language_name
-from bouquet_eval.provenance import REDACTED, ResumableOutput, redact, redact_command
+from bouquet_eval.secrets import REDACTED, redact, redact_command
 from bouquet_eval.sharding import assign_shards, shard_index
 from bouquet_eval.stats import Resampling
 from bouquet_eval.translators import load_prompt_fn, load_translator

@@ -140,7 +140,13 @@ def load_plan(
         directions=config["directions"]["list"],
     )
     models = {
-        entry["name"]: model_plan(entry, output_dir, directions, config, home)
+        entry["name"]: plan_model(
+            entry,
+            output_dir / entry["name"],
+            config["limit"],
+            assign_shards(directions, entry.get("shards", config["shards"])),
+            home,
+        )
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
@@ -157,26 +163,28 @@ def load_plan(
     )
 
 
-def model_plan(
+def plan_model(
     entry: Mapping[str, Any],
-    output_dir: Path,
-    directions: Sequence[Direction],
-    config: Mapping[str, Any],
-    home: Mapping[str, str],
+    folder: Path,
+    limit: int | None,
+    shards: Mapping[str, Sequence[Direction]] | None = None,
+    home: Mapping[str, str] | None = None,
 ) -> ModelPlan:
+    """A model entry of the configuration, its outputs in `folder`; `home`: variables that
+    its paths may name besides the environment's."""
     entry = dict(entry)
     provided = None
     if entry["translator"] == "provided":
         provided = expand_path(entry["path"], home)
         entry["path"] = str(provided)
     return ModelPlan(
-        name=entry["name"],
+        name=entry.get("name", folder.name),
         entry=entry,
-        folder=output_dir / entry["name"],
-        translation_settings=translation_settings(entry, config["limit"]),
+        folder=folder,
+        translation_settings=translation_settings(entry, limit),
         provided=provided,
         gpus=model_gpus(entry),
-        shards=assign_shards(directions, entry.get("shards", config["shards"])),
+        shards=shards or {},
     )
 
 

@@ -82,6 +82,26 @@ def translation_settings(model: dict[str, Any], limit: int | None) -> dict[str, 
 
 
 def translate_model(
+    model: dict[str, Any],
+    directions: Sequence[Direction],
+    dataset: DatasetSource,
+    output_dir: Path,
+    limit: int | None = None,
+    secrets: frozenset[str] = frozenset(),
+    stall_timeout: float | None = None,
+) -> None:
+    """Translate `directions` with a model entry of the workflow configuration.
+
+    `stall_timeout`: fail when the translator makes no progress for this many seconds.
+    """
+    from bouquet_eval.plan import plan_model
+
+    translate_planned(
+        plan_model(model, output_dir, limit), directions, dataset, limit, secrets, stall_timeout
+    )
+
+
+def translate_planned(
     model: ModelPlan,
     directions: Sequence[Direction],
     dataset: DatasetSource,
@@ -89,10 +109,7 @@ def translate_model(
     secrets: frozenset[str] = frozenset(),
     stall_timeout: float | None = None,
 ) -> None:
-    """Translate `directions` with a model of the plan, into its folder.
-
-    `stall_timeout`: fail when the translator makes no progress for this many seconds.
-    """
+    """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
     entry = model.entry
     backend = BACKENDS.get(entry["translator"])
 

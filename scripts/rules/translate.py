@@ -3,13 +3,13 @@
 from bouquet_eval.gpus import gpu_lease
 from bouquet_eval.jobs import GPU_LEASES, job_logging
 from bouquet_eval.outputs import direction_of
-from bouquet_eval.translate import translate_model
+from bouquet_eval.translate import translate_planned
 
 snakemake = globals()["snakemake"]
 
 with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
     plan = snakemake.params.plan
-    translate_model(
+    translate_planned(
         plan.models[snakemake.params.model],
         [direction_of(path) for path in snakemake.output],
         plan.dataset,
