@@ -22,7 +22,7 @@ from bouquet_eval.config import ConfigError, expand_path, validate_config
 from bouquet_eval.data import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.environment import workflow_commit
 from bouquet_eval.outputs import score_settings, scored_output, translation_output
-from bouquet_eval.secrets import known_secrets, secret_variables
+from bouquet_eval.secrets import secret_values, secret_variables
 from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import translation_settings
 from bouquet_eval.translators.backends import model_gpus
@@ -95,7 +95,7 @@ class Plan:
 
     def secrets(self) -> frozenset[str]:
         """The secret values this process knows (see `secrets.known_secrets`)."""
-        return known_secrets(self.secret_variables)
+        return secret_values(self.secret_variables)
 
     def translation_outputs(self, model: ModelPlan, directions: Sequence[Direction]) -> list:
         secrets = self.secrets()
