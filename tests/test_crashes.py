@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -87,3 +88,48 @@ def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: P
     assert set(translated) == set(DIRECTIONS)
     assert max(translated.values()) <= 2, translated
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
+
+
+def test_no_second_run_beside_a_live_one_even_after_unlock(
+    workflow: Workflow, dataset: Path
+) -> None:
+    """Snakemake advises --unlock when a folder is locked; while the run that holds the locks
+    lives, the advice is qualified with its PID and host, and a run started after --unlock
+    stops before it translates anything."""
+    record = workflow.workdir / "record.txt"
+    held = workflow.workdir / "hold"
+    held.touch()
+    model = recording_model("rec", record, hang_on_target="fra_Latn", hang_while_exists=str(held))
+    first_direction, hanging = "eng_Latn-deu_Latn", "eng_Latn-fra_Latn"
+    workflow.write_config(
+        bounds_config(
+            dataset, shards=1, directions={"list": [first_direction, hanging]}, models=[model]
+        )
+    )
+    first = workflow.start("translations")
+    try:
+        done = workflow.workdir / f"runs/rec/.provenance/{first_direction}.jsonl.json"
+        deadline = time.monotonic() + 120
+        while not done.exists():
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        who = f"PID {first.pid} on host {socket.gethostname()}"
+
+        locked = workflow.run("translations", check=False)
+        assert locked.returncode != 0
+        assert "--unlock" in locked.stdout + locked.stderr
+        assert f"still working in this folder ({who})" in locked.stderr, locked.stderr
+
+        workflow.run("--unlock")
+        second = workflow.run("translations", check=False)
+        assert second.returncode != 0
+        assert f"another run of this workflow is working in this folder ({who})" in (
+            second.stderr
+        ), second.stderr
+        assert recorded(record) == ["LOAD", first_direction]
+        assert first.poll() is None, "the first run goes on"
+    finally:
+        held.unlink()
+        output, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, output
+    assert recorded(record) == ["LOAD", first_direction, hanging]

@@ -201,7 +201,10 @@ class ResumableOutput:
         self._publish_cached(environment)
 
     def _publish_cached(self, environment: Mapping[str, Any] | None) -> None:
-        write_atomically(self.path, lambda temporary: shutil.copyfile(self.cached, temporary))
+        def copy(temporary: Path) -> None:
+            shutil.copyfile(self.cached, temporary)
+
+        write_atomically(self.path, copy)
         self.record_written(environment)
 
     def record_written(self, environment: Mapping[str, Any] | None = None) -> None:
@@ -225,7 +228,7 @@ class ResumableOutput:
         Only the job that owns an output writes it, and Snakemake lets one run at a time work
         in a directory, so every such file of this output is a leftover.
         """
-        found = []
+        found: list[Path] = []
         for folder in (self.path.parent, self.sidecar.parent, self.cached.parent):
             found += folder.glob(f".{self.path.name}.*.tmp")
             found += folder.glob(f".{self.sidecar.name}.*.tmp")

@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from bouquet_eval.config import ConfigError, expand_path, validate_config
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.environment import workflow_commit
-from bouquet_eval.outputs import score_settings, scored_output, translation_output
+from bouquet_eval.outputs import (
+    aggregate_outputs,
+    score_settings,
+    scored_output,
+    translation_output,
+)
 from bouquet_eval.secrets import secret_values, secret_variables
 from bouquet_eval.sharding import assign_shards
 from bouquet_eval.translate import translation_settings
@@ -97,7 +103,9 @@ class Plan:
         """The secret values this process knows (see `secrets.known_secrets`)."""
         return secret_values(self.secret_variables)
 
-    def translation_outputs(self, model: ModelPlan, directions: Sequence[Direction]) -> list:
+    def translation_outputs(
+        self, model: ModelPlan, directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
         secrets = self.secrets()
         return [
             translation_output(
@@ -111,7 +119,9 @@ class Plan:
             for direction in directions
         ]
 
-    def scored_outputs(self, model: ModelPlan, directions: Sequence[Direction]) -> list:
+    def scored_outputs(
+        self, model: ModelPlan, directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
         secrets = self.secrets()
         return [
             scored_output(
@@ -119,6 +129,9 @@ class Plan:
             )
             for direction in directions
         ]
+
+    def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
+        return aggregate_outputs(model.folder, self.directions, self.config, self.secrets())
 
 
 def load_plan(

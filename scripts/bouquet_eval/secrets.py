@@ -245,7 +245,7 @@ def _value_end(text: str, start: int) -> int:
         depth, position = 0, start
         while position < len(text):
             if text[position] in "'\"":
-                position = _VALUE.match(text, position).end()
+                position = _value_match(text, position).end()
                 continue
             if text[position] in _CLOSING:
                 depth += 1
@@ -255,5 +255,11 @@ def _value_end(text: str, start: int) -> int:
                     return position + 1
             position += 1
         return len(text)
+    return start + len(_value_match(text, start).group().rstrip())
+
+
+def _value_match(text: str, start: int) -> re.Match[str]:
+    # _VALUE matches everywhere (its last alternative may be empty).
     value = _VALUE.match(text, start)
-    return start + len(value.group().rstrip())
+    assert value is not None
+    return value

@@ -14,7 +14,7 @@ from bouquet_eval.aggregate import (
 )
 from bouquet_eval.jobs import job_logging
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import aggregate_outputs, translation_path
+from bouquet_eval.outputs import translation_path
 from bouquet_eval.runs import recorded_command
 from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
@@ -58,6 +58,6 @@ with job_logging(snakemake.log[0]) as log:
             command=recorded_command(),
         ),
     )
-    for output in aggregate_outputs(model.folder, directions, plan.config, secrets):
+    for output in plan.aggregate_outputs(model):
         output.record_written()
     log.info("%d directions aggregated into %s", len(scores), snakemake.output.scores)

@@ -7,7 +7,7 @@ from bouquet_eval.config import ConfigError, job_name, literal_secrets
 from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.io import write_json
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import AGGREGATES, aggregate_outputs
+from bouquet_eval.outputs import AGGREGATES
 from bouquet_eval.plan import Sources, load_plan
 from bouquet_eval.runs import (
     RunningError,
@@ -207,8 +207,9 @@ def score_stamp(model, shard, directions):
 
 def aggregate_stamp(wildcards):
     model = MODELS[wildcards.model]
-    outputs = lambda: aggregate_outputs(model.folder, DIRECTIONS, config, PLAN.secrets())
-    return planned_stamp(model, "aggregate", outputs)(wildcards)
+    return planned_stamp(model, "aggregate", lambda: PLAN.aggregate_outputs(model))(
+        wildcards
+    )
 
 
 def translator_environment(model):
