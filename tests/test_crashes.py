@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from .conftest import Workflow
 from .test_workflow import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
@@ -121,11 +123,11 @@ def test_no_second_run_beside_a_live_one_even_after_unlock(
         assert f"still working in this folder ({who})" in locked.stderr, locked.stderr
 
         workflow.run("--unlock")
-        second = workflow.run("translations", check=False)
+        second = beside(workflow, lambda: recorded(record).count("LOAD") > 1)
         assert second.returncode != 0
         assert f"another run of this workflow is working in this folder ({who})" in (
-            second.stderr
-        ), second.stderr
+            second.stdout
+        ), second.stdout
         assert recorded(record) == ["LOAD", first_direction]
         assert first.poll() is None, "the first run goes on"
     finally:
@@ -133,3 +135,26 @@ def test_no_second_run_beside_a_live_one_even_after_unlock(
         output, _ = first.communicate(timeout=300)
     assert first.returncode == 0, output
     assert recorded(record) == ["LOAD", first_direction, hanging]
+
+
+def beside(workflow: Workflow, working: Callable[[], bool]) -> subprocess.CompletedProcess:
+    """A second run, in a process group of its own: killed, and the test failed, as soon as
+    `working()` says it has started working (it would wait on the first run's hold)."""
+    process = subprocess.Popen(
+        workflow.command("translations"),
+        cwd=workflow.workdir.parent,
+        env=workflow.environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while process.poll() is None:
+        if working() or time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            pytest.fail("a second run started working beside the first")
+        time.sleep(0.1)
+    output = process.stdout.read() if process.stdout else ""
+    return subprocess.CompletedProcess(process.args, process.returncode, output)
