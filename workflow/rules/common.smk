@@ -79,11 +79,13 @@ if workflow.is_main_process:
 
 
 onstart:
-    try:
-        refuse_beside_live_runs()
-    except RunningError as error:
-        raise WorkflowError(str(error)) from None
-    register(COMMAND)
+    # A run with --nolock (`snakemake progress --nolock`) is meant to go beside another one.
+    if workflow.execution_settings.lock:
+        try:
+            refuse_beside_live_runs()
+        except RunningError as error:
+            raise WorkflowError(str(error)) from None
+        register(COMMAND)
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
 
