@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from .conftest import Workflow
 from .test_workflow import bounds_config, recorded, recording_model
@@ -254,3 +255,17 @@ def test_a_dry_run_changes_nothing_later_runs_do(workflow: Workflow, dataset: Pa
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
     workflow.run()
     assert recorded(record).count(DEU) == 1
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], ["-np"], ["--lint"]])
+def test_planning_without_running_writes_nothing(
+    workflow: Workflow, dataset: Path, dry_run: list[str]
+) -> None:
+    """A dry run, however it is spelt, and a lint parse the workflow and plan: they leave no
+    file of the workflow's own (outputs, stamps, run records, the dataset files' index)."""
+    record = workflow.workdir / "record.txt"
+    workflow.write_config(recording_config(dataset, record, [DEU, FRA]))
+    before = set(workflow.workdir.iterdir())
+    workflow.run(*dry_run)
+    assert set(workflow.workdir.iterdir()) - before <= {workflow.workdir / ".snakemake"}
+    assert not (workflow.workdir / ".snakemake" / "bouquet-eval").exists()
