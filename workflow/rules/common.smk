@@ -19,9 +19,11 @@ from bouquet_eval.runs import (
 from bouquet_eval.secrets import redact_command
 from bouquet_eval.translators.backends import model_environment
 
-# Parsing this file writes nothing and changes no environment variable; what a run does once
-# happens in `onstart` (below), and whether existing outputs are current is decided while
-# Snakemake builds its plan (the stamps, see bouquet_eval.currency). docs/design.md tells why.
+# Parsing this file writes nothing and changes no environment variable, but for the two things
+# Snakemake does before any hook (a killed run's locks, the command line it prints); what a run
+# does once happens in `onstart` (below), and whether existing outputs are current is decided
+# while Snakemake builds its plan (the stamps, see bouquet_eval.currency). docs/design.md says
+# why.
 
 # The embedded default: the bundled sample, unless a configuration file is given.
 if not workflow.overwrite_configfiles:
@@ -222,7 +224,7 @@ def translator_environment(model):
 
 
 def score_environment():
-    neural = {"metricx", "glotlid"} & set(config["metrics"])
+    neural = {"metricx", "glotlid"} & set(PLAN.metrics)
     return f"../../envs/{'metrics' if neural else 'workflow'}.yaml"
 
 
@@ -357,7 +359,7 @@ def refuse_slurm_placeholders():
 
 
 def score_gpus():
-    uses_gpu = "metricx" in config["metrics"] and config["metricx"]["device"] != "cpu"
+    uses_gpu = "metricx" in PLAN.metrics and config["metricx"]["device"] != "cpu"
     return 1 if uses_gpu else 0
 
 
