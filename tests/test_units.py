@@ -15,6 +15,7 @@ from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import Direction
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.prompt import language_name
+from bouquet_eval.runs import RUNS, RunningError, refuse_beside_live_runs
 from bouquet_eval.secrets import REDACTED, redact, redact_command
 from bouquet_eval.sharding import assign_shards, shard_index
 from bouquet_eval.stats import Resampling
@@ -194,3 +195,15 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     exec(compile(example, "README.md", "exec"), {})
     scored = sorted(p.name for p in (tmp_path / "runs" / "by-hand").glob("*.scored.parquet"))
     assert scored and all(name.startswith("eng_Latn-") for name in scored)
+
+
+def test_a_run_recorded_on_another_machine_is_named_with_its_record(tmp_path: Path) -> None:
+    """It cannot be seen from here, so it is taken for alive: the message says which record to
+    delete once it has ended."""
+    (tmp_path / RUNS).mkdir(parents=True)
+    record = tmp_path / RUNS / "elsewhere-7.json"
+    record.write_text(json.dumps({"host": "elsewhere", "pid": 7, "started": "1"}))
+    with pytest.raises(RunningError, match=r"PID 7 on host elsewhere.*delete .*elsewhere-7\.json"):
+        refuse_beside_live_runs(tmp_path)
+    record.unlink()
+    refuse_beside_live_runs(tmp_path)

@@ -9,7 +9,8 @@ for the manifest its jobs write) and until it exits:
   the locks are stale and are removed, and "rerun the same command" works after a crash;
 - a run does not start while another recorded run is alive, even if its locks were removed
   with `--unlock`: two runs in one folder would both do the same work;
-- runs recorded on another machine (a shared filesystem) are never presumed dead.
+- runs recorded on another machine (a shared filesystem) are never presumed dead: where one
+  has ended, its record is deleted by hand, as the messages say.
 Snakemake checks its locks right after planning, before any hook of the workflow runs, so the
 locks of dead runs are removed while the workflow is parsed; everything else happens when the
 run starts (`onstart`).
@@ -64,13 +65,22 @@ def _records(workdir: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-def live_runs(workdir: Path = Path()) -> list[dict[str, Any]]:
-    """The records of the runs alive in `workdir`."""
-    return [record for _, record in _records(workdir) if _alive(record)]
+def live_runs(workdir: Path = Path()) -> list[tuple[Path, dict[str, Any]]]:
+    """The runs alive in `workdir`: their record files and records."""
+    return [(path, record) for path, record in _records(workdir) if _alive(record)]
 
 
-def describe_run(record: dict[str, Any]) -> str:
-    return f"PID {record['pid']} on host {record['host']}"
+def describe_runs(runs: list[tuple[Path, dict[str, Any]]]) -> str:
+    return ", ".join(f"PID {record['pid']} on host {record['host']}" for _, record in runs)
+
+
+def _elsewhere(runs: list[tuple[Path, dict[str, Any]]]) -> str:
+    """What to do about runs recorded on other machines, which cannot be seen from here."""
+    others = [str(path) for path, record in runs if record.get("host") != socket.gethostname()]
+    if not others:
+        return ""
+    records = " and ".join(others)
+    return f" A run of another machine that has ended leaves its record: delete {records}."
 
 
 def locked_by_a_live_run(workdir: Path = Path()) -> str | None:
@@ -79,23 +89,21 @@ def locked_by_a_live_run(workdir: Path = Path()) -> str | None:
     alive = live_runs(workdir)
     if not alive or not any((workdir / LOCKS).glob("*.lock")):
         return None
-    runs = ", ".join(describe_run(record) for record in alive)
     return (
-        f"bouquet-eval: a run of this workflow is still working in this folder ({runs}): "
-        "wait for it to end or stop it. Do not use --unlock while it runs: a second run would "
-        "not start beside it anyway."
+        f"bouquet-eval: a run of this workflow is still working in this folder "
+        f"({describe_runs(alive)}): wait for it to end or stop it. Do not use --unlock while it "
+        f"runs: a second run would not start beside it anyway.{_elsewhere(alive)}"
     )
 
 
 def refuse_beside_live_runs(workdir: Path = Path()) -> None:
     """Raise RunningError, naming the run, while another recorded run is alive."""
-    alive = [record for record in live_runs(workdir) if record.get("pid") != os.getpid()]
+    alive = [(path, record) for path, record in live_runs(workdir) if record["pid"] != os.getpid()]
     if alive:
-        runs = ", ".join(describe_run(record) for record in alive)
         raise RunningError(
-            f"bouquet-eval: another run of this workflow is working in this folder ({runs}); "
-            "nothing was started. Wait for it to end or stop it (its locks may have been "
-            "removed with --unlock, but it still runs)."
+            f"bouquet-eval: another run of this workflow is working in this folder "
+            f"({describe_runs(alive)}); nothing was started. Wait for it to end or stop it (its "
+            f"locks may have been removed with --unlock, but it still runs).{_elsewhere(alive)}"
         )
 
 
@@ -119,7 +127,7 @@ def register(command: list[str], workdir: Path = Path()) -> Path:
 def recorded_command(workdir: Path = Path()) -> list[str] | None:
     """The command line of the run alive in `workdir` (for its jobs: only one run may be)."""
     alive = live_runs(workdir)
-    return alive[0].get("command") if len(alive) == 1 else None
+    return alive[0][1].get("command") if len(alive) == 1 else None
 
 
 def remove_stale_locks(workdir: Path = Path()) -> list[Path]:
