@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.provenance import redact
+from bouquet_eval.secrets import redact
 from bouquet_eval.translate import model_settings
 from bouquet_eval.translators import model_gpus
 

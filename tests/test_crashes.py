@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from .conftest import Workflow
 from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
@@ -87,3 +90,71 @@ def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: P
     assert set(translated) == set(DIRECTIONS)
     assert max(translated.values()) <= 2, translated
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
+
+
+def test_no_second_run_beside_a_live_one_even_after_unlock(
+    workflow: Workflow, dataset: Path
+) -> None:
+    """Snakemake advises --unlock when a folder is locked; while the run that holds the locks
+    lives, the advice is qualified with its PID and host, and a run started after --unlock
+    stops before it translates anything."""
+    record = workflow.workdir / "record.txt"
+    held = workflow.workdir / "hold"
+    held.touch()
+    model = recording_model("rec", record, hang_on_target="fra_Latn", hang_while_exists=str(held))
+    first_direction, hanging = "eng_Latn-deu_Latn", "eng_Latn-fra_Latn"
+    workflow.write_config(
+        bounds_config(
+            dataset, shards=1, directions={"list": [first_direction, hanging]}, models=[model]
+        )
+    )
+    first = workflow.start("translations")
+    try:
+        done = workflow.workdir / f"runs/rec/.provenance/{first_direction}.jsonl.json"
+        deadline = time.monotonic() + 120
+        while not done.exists():
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        who = f"PID {first.pid} on host {socket.gethostname()}"
+
+        locked = workflow.run("translations", check=False)
+        assert locked.returncode != 0
+        assert "--unlock" in locked.stdout + locked.stderr
+        assert f"still working in this folder ({who})" in locked.stderr, locked.stderr
+
+        workflow.run("--unlock")
+        second = beside(workflow, lambda: recorded(record).count("LOAD") > 1)
+        assert second.returncode != 0
+        assert f"another run of this workflow is working in this folder ({who})" in (
+            second.stdout
+        ), second.stdout
+        assert recorded(record) == ["LOAD", first_direction]
+        assert first.poll() is None, "the first run goes on"
+    finally:
+        held.unlink()
+        output, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, output
+    assert recorded(record) == ["LOAD", first_direction, hanging]
+
+
+def beside(workflow: Workflow, working: Callable[[], bool]) -> subprocess.CompletedProcess:
+    """A second run, in a process group of its own: killed, and the test failed, as soon as
+    `working()` says it has started working (it would wait on the first run's hold)."""
+    process = subprocess.Popen(
+        workflow.command("translations"),
+        cwd=workflow.workdir.parent,
+        env=workflow.environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while process.poll() is None:
+        if working() or time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            pytest.fail("a second run started working beside the first")
+        time.sleep(0.1)
+    output = process.stdout.read() if process.stdout else ""
+    return subprocess.CompletedProcess(process.args, process.returncode, output)

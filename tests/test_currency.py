@@ -10,8 +10,6 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from bouquet_eval.planning import is_dry_run
-
 from .conftest import Workflow
 from .workflow_configs import bounds_config, recorded, recording_model
 
@@ -262,16 +260,15 @@ def test_a_dry_run_changes_nothing_later_runs_do(workflow: Workflow, dataset: Pa
     assert recorded(record).count(DEU) == 1
 
 
-@pytest.mark.parametrize(
-    ("argv", "dry"),
-    [
-        (["snakemake", "-n"], True),
-        (["snakemake", "--dry-run", "--cores", "2"], True),
-        (["snakemake", "-np", "all"], True),
-        (["snakemake", "--dryrun"], True),
-        (["snakemake", "--cores", "2", "--configfile", "n.yaml"], False),
-        (["snakemake", "-c1", "--config", "models=[{name: -n}]"], False),
-    ],
-)
-def test_a_dry_run_is_told_from_the_command_line(argv: list[str], dry: bool) -> None:
-    assert is_dry_run(argv) is dry
+@pytest.mark.parametrize("dry_run", [["--dry-run"], ["-np"], ["--lint"]])
+def test_planning_without_running_writes_nothing(
+    workflow: Workflow, dataset: Path, dry_run: list[str]
+) -> None:
+    """A dry run, however it is spelt, and a lint parse the workflow and plan: they leave no
+    file of the workflow's own (outputs, stamps, run records, the dataset files' index)."""
+    record = workflow.workdir / "record.txt"
+    workflow.write_config(recording_config(dataset, record, [DEU, FRA]))
+    before = set(workflow.workdir.iterdir())
+    workflow.run(*dry_run)
+    assert set(workflow.workdir.iterdir()) - before <= {workflow.workdir / ".snakemake"}
+    assert not (workflow.workdir / ".snakemake" / "bouquet-eval").exists()

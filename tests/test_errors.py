@@ -188,15 +188,15 @@ def test_metric_of_ones_own_without_a_name_stops_the_run_before_anything_runs(
 
 
 def test_rows_are_read_once_per_file_state(workflow: Workflow, dataset: Path) -> None:
-    """A second plan trusts what the first checked while a file's size and modification time
-    are the same, and checks the file again once they change."""
+    """A plan trusts what a run checked while a file's size and modification time are the
+    same, and checks the file again once they change (a dry run remembers nothing)."""
     path = dataset / "eng_Latn-fra_Latn.parquet"
     frame = pd.read_parquet(path)
     # Uncompressed and without dictionaries, a same-length value keeps the file's size.
     plain = {"compression": None, "use_dictionary": False}
     frame.to_parquet(path, **plain)
     workflow.write_config(bounds_config(dataset, shards=1))
-    workflow.run("--dry-run")
+    workflow.run("translations")
     before = path.stat()
     frame.loc[5, "tgt_lang"] = "deu_Latn"
     frame.to_parquet(path, **plain)

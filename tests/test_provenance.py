@@ -16,15 +16,14 @@ import pytest
 import yaml
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
+from bouquet_eval.currency import ResumableOutput, settings_digest
 from bouquet_eval.io import write_jsonl
-from bouquet_eval.provenance import (
+from bouquet_eval.secrets import (
     REDACTED,
-    ResumableOutput,
     is_secret_name,
     known_secrets,
     redact,
     redact_command,
-    settings_digest,
 )
 from bouquet_eval.translate import translation_settings
 from bouquet_eval.translators import import_object
@@ -155,9 +154,9 @@ def test_digest_uses_real_values_and_only_a_keyed_hash_of_secrets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    from bouquet_eval import provenance
+    from bouquet_eval import currency
 
-    provenance._digest_key.cache_clear()
+    currency._digest_key.cache_clear()
     settings = {"max_tokens": 512, "auth": "secret-one", "x": "known-secret-value"}
     secrets = frozenset({"known-secret-value"})
     digest = settings_digest(settings, secrets)
@@ -172,10 +171,10 @@ def test_digest_uses_real_values_and_only_a_keyed_hash_of_secrets(
 
     assert digest != hashlib.sha256(clear.encode()).hexdigest()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-cache"))
-    provenance._digest_key.cache_clear()
+    currency._digest_key.cache_clear()
     assert settings_digest(settings, secrets) != digest
     assert settings_digest({"max_tokens": 512}) == settings_digest({"max_tokens": 512})
-    provenance._digest_key.cache_clear()
+    currency._digest_key.cache_clear()
 
 
 def validated_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,10 @@ import re
 import time
 from pathlib import Path
 
-from bouquet_eval.config import validate_config
-from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.plan import Sources, load_plan
 from bouquet_eval.progress import run_progress
 
-from .conftest import SNAKEFILE, Workflow
+from .conftest import REPOSITORY, SNAKEFILE, Workflow
 from .workflow_configs import bounds_config, recorded, recording_model
 
 ENGLISH_OUT = [
@@ -68,13 +67,14 @@ def test_progress_can_be_asked_while_a_run_is_going(workflow: Workflow, dataset:
 
     # What the view counts, on the finished run: everything, then less once a translation
     # changes (its scores go with it).
-    validate_config(config, SNAKEFILE.parent / "schemas" / "config.schema.yaml")
-    directions = [Direction.parse(name) for name in ENGLISH_OUT]
     folder = workflow.workdir / "runs"
+    config["output_dir"] = str(folder)
 
     def counts() -> list[tuple[str, int, int]]:
-        rows = run_progress(config, directions, resolve_dataset(config["dataset"]), folder)
-        return [(row.stage, row.done, row.total) for row in rows]
+        plan = load_plan(
+            config, SNAKEFILE.parent / "schemas" / "config.schema.yaml", Sources(REPOSITORY)
+        )
+        return [(row.stage, row.done, row.total) for row in run_progress(plan)]
 
     assert counts() == [("translate", 8, 8), ("score", 8, 8)]
     translations = folder / "rec" / "eng_Latn-fra_Latn.jsonl"

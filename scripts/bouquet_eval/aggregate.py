@@ -12,7 +12,6 @@ import datetime
 import itertools
 import json
 import logging
-import os
 import platform
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bouquet_eval.cost import COST
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import Direction
 from bouquet_eval.io import atomic_path, write_atomically, write_json
 from bouquet_eval.metrics import (
@@ -35,7 +35,6 @@ from bouquet_eval.metrics import (
     is_statistics_column,
     metric_columns,
 )
-from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE, ResumableOutput
 from bouquet_eval.stats import (
     Resampling,
     bootstrap_mean_matrix,
@@ -372,6 +371,7 @@ def manifest_entry(
     timing: dict[str, Any],
     environments: dict[str, list[dict[str, Any]]],
     workflow: dict[str, Any] | None,
+    command: list[str] | None,
 ) -> dict[str, Any]:
     """What produced the outputs; `config` and `model_settings` must already be redacted.
 
@@ -379,18 +379,18 @@ def manifest_entry(
     submission made of them, carry no other model's settings.
 
     `environments`: per stage (translate, score), what its jobs ran with (package versions,
-    GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit.
+    GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit;
+    `command`: the run's command line, redacted.
     """
     from importlib.metadata import version
 
-    command = os.environ.get(COMMAND_ENVIRONMENT_VARIABLE)
     return {
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "bouquet_eval_version": package_version(),
         "snakemake_version": version("snakemake"),
         "python_version": platform.python_version(),
         "workflow": workflow,
-        "command": json.loads(command) if command else None,
+        "command": command,
         "model": {"name": model_name, **model_settings},
         "dataset": dataset_identity,
         "limit": config.get("limit"),

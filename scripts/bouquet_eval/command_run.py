@@ -27,7 +27,8 @@ import yaml
 
 from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder, save
 from bouquet_eval.config import ConfigError
-from bouquet_eval.provenance import COMMAND_ENVIRONMENT_VARIABLE, known_secrets, redact_command
+from bouquet_eval.runs import COMMAND_VARIABLE
+from bouquet_eval.secrets import known_secrets, redact_command
 from bouquet_eval.selection import SELECTION_FILE_VARIABLE, Selection
 from bouquet_eval.translate import duration
 
@@ -134,7 +135,7 @@ def run_command(
         return 1
     # A translator or prompt function of one's own may live where the command was started.
     _importable_from(Path.cwd())
-    os.environ[COMMAND_ENVIRONMENT_VARIABLE] = json.dumps(
+    os.environ[COMMAND_VARIABLE] = json.dumps(
         redact_command(["bouquet-eval", command, *argv], known_secrets(config))
     )
     if args.dry_run:

@@ -142,8 +142,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
 
 def literal_secrets(config: Any, location: str = "") -> list[str]:
     """Where the configuration holds a literal value under a secret name (see
-    `provenance.is_secret_name`): such values reach Snakemake's job scripts."""
-    from bouquet_eval.provenance import is_secret_name
+    `secrets.is_secret_name`): such values reach Snakemake's job scripts."""
+    from bouquet_eval.secrets import is_secret_name
 
     found = []
     if isinstance(config, Mapping):
@@ -159,22 +159,26 @@ def literal_secrets(config: Any, location: str = "") -> list[str]:
     return found
 
 
-def expand_path(value: str | os.PathLike[str]) -> Path:
-    """Expand `~` and environment variables; a relative path stays relative to the workdir.
+def expand_path(value: str | os.PathLike[str], extra: Mapping[str, str] | None = None) -> Path:
+    """Expand `~` and environment variables (then those of `extra`, for names the environment
+    lacks); a relative path stays relative to the workdir.
 
-    `$BOUQUET_EVAL_HOME`, when the environment lacks it (outside the workflow), is the
-    repository this package comes from (see `home.workflow_home`).
+    `$BOUQUET_EVAL_HOME`, when neither the environment nor `extra` has it (a script of one's
+    own), is the repository this package comes from (see `home.workflow_home`).
     """
     from bouquet_eval.home import HOME_VARIABLE, workflow_home
 
-    text = os.fspath(value)
     home = workflow_home()
-    if home is not None and not os.environ.get(HOME_VARIABLE):
-        text = re.sub(rf"\$(\{{{HOME_VARIABLE}\}}|{HOME_VARIABLE}\b)", lambda _: str(home), text)
-    expanded = os.path.expanduser(os.path.expandvars(text))
+    variables = {**({HOME_VARIABLE: str(home)} if home else {}), **(extra or {})}
+    expanded = os.path.expandvars(os.fspath(value))
+    expanded = _VARIABLE.sub(lambda match: variables.get(match[1] or match[2], match[0]), expanded)
+    expanded = os.path.expanduser(expanded)
     if "$" in expanded:
         raise ConfigError(f"path '{value}' refers to an environment variable that is not set")
     return Path(expanded)
+
+
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from bouquet_eval import hub
 from bouquet_eval.config import ConfigError, expand_path
-from bouquet_eval.io import write_json
 from bouquet_eval.languages import split_direction
 
 if TYPE_CHECKING:
@@ -76,7 +75,9 @@ class DatasetSource:
             raise ConfigError(f"dataset folder {self.root} holds no <src>-<tgt>.parquet files")
         return sorted(found)
 
-    def check_files(self, directions: Sequence[Direction], index: Path | None = None) -> None:
+    def check_files(
+        self, directions: Sequence[Direction], index: Path | None = None
+    ) -> dict[str, Any]:
         """Check, before anything runs, that each direction's file is a parquet file with the
         BOUQuET columns, their types, at least one sentence and usable rows (see `_read_checked`),
         and that all of them give uniq_id one type; raise one ConfigError naming every file at
@@ -84,10 +85,10 @@ class DatasetSource:
 
         `index` (a JSON file) remembers files already checked, by their size and modification
         time, and the type of their uniq_id, so that planning a large run reads only the files
-        that changed.
+        that changed. It is read, never written here: the index of the files as they are now is
+        returned, for the caller to write once it may write.
         """
         known = _read_index(index)
-        remembered = dict(known)
         kinds: dict[Path, str] = {}
         problems = []
         for direction in directions:
@@ -98,14 +99,13 @@ class DatasetSource:
                 problems.append(f"dataset file {path} not found (direction {direction})")
             except DatasetError as error:
                 problems.append(str(error))
-        if index is not None and known != remembered:
-            write_json(index, known)
         mixed = _mixed_id_kinds(kinds)
         if mixed is not None:
             problems.append(mixed)
         if problems:
             shown = problems[:10] + ([f"... and {len(problems) - 10} more"] * (len(problems) > 10))
             raise ConfigError("\n".join(shown))
+        return known
 
     def load(self, direction: Direction, limit: int | None = None) -> pd.DataFrame:
         """Read one direction's sentences, checked as `check_files` checks them (a file may

@@ -31,9 +31,6 @@ NUMBER_SHAPING_PACKAGES = (
 )
 """Distributions whose version can change a number (those installed are recorded)."""
 
-WORKFLOW_COMMIT_VARIABLE = "BOUQUET_EVAL_WORKFLOW_COMMIT"
-"""The planning process puts `workflow_commit` here (as JSON) for the jobs it starts."""
-
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bouquet_eval.provenance import known_secrets, scrub
+from bouquet_eval.secrets import known_secrets, scrub
 
 SnakemakeJob = Any
 """The `snakemake` object of a rule script (snakemake.script.Snakemake), whose inputs, outputs
@@ -37,7 +37,7 @@ def job_logging(
     Python printing the traceback a second time.
 
     `secrets`: by default those of the configuration of the Snakemake job running this
-    process (see `provenance.known_secrets`). They are redacted from every record, tracebacks
+    process (see `secrets.known_secrets`). They are redacted from every record, tracebacks
     included, and from the exception that leaves the job.
     """
     secrets = _job_secrets() if secrets is None else frozenset(secrets)
@@ -110,10 +110,3 @@ def _job_secrets() -> frozenset[str]:
 def one_line(error: BaseException) -> str:
     """An error as a single line: its type and its message, whitespace runs made one space."""
     return " ".join(f"{type(error).__name__}: {error}".split())
-
-
-def model_entry(config: dict[str, Any], name: str) -> dict[str, Any]:
-    for model in config["models"]:
-        if model["name"] == name:
-            return model
-    raise KeyError(f"no model named '{name}' in the configuration")

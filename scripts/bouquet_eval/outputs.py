@@ -1,6 +1,6 @@
 """The workflow's per-direction outputs and what each is made from.
 
-The planner (bouquet_eval.planning, at every run) and the jobs that write the outputs build
+The planner (bouquet_eval.currency, at every run) and the jobs that write the outputs build
 them here, so both decide currency with the same settings and inputs.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import Direction
-from bouquet_eval.provenance import ResumableOutput
 
 TRANSLATIONS_SUFFIX = ".jsonl"
 SCORED_SUFFIX = ".scored.parquet"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bouquet_eval.data import resolve_dataset
+from bouquet_eval.data import DatasetSource
 from bouquet_eval.hub import PARTS, HubFiles, fetch
 
 # Translators that load a model by hub id, with `model` and `revision` settings.
@@ -62,10 +62,10 @@ def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
     return needs
 
 
-def prefetch(config: dict[str, Any]) -> list[str]:
+def prefetch(config: dict[str, Any], dataset: DatasetSource) -> list[str]:
     """Download what a validated configuration needs and the cache lacks; one line per
-    repository saying what it holds, at which commit."""
-    dataset = resolve_dataset(config["dataset"], fetch=True)
+    repository saying what it holds, at which commit. The `dataset` was resolved by the plan,
+    whose main process fetched it."""
     lines = [f"dataset: {dataset.root} ({dataset.identity})"]
     for need in hub_needs(config):
         fetched = fetch(need)

@@ -3,22 +3,18 @@
 Read from the outputs and their provenance records only, never from Snakemake's state, so that
 it can be asked while a run is writing them (`snakemake progress --nolock`). A direction is
 translated, or scored, when its output is current by the very test the planner and the jobs
-apply (bouquet_eval.outputs), and scored only when its translations are translated too;
-translations brought in place in the model's folder count as translated when their file is
-there. A change of metric versions alone is not seen here; the
-score job sees it.
+apply (bouquet_eval.currency, on the plan's outputs), and scored only when its translations
+are translated too; translations brought in place in the model's folder count as translated
+when their file is there. A change of metric versions alone is not seen here; the score job
+sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from bouquet_eval.data import DatasetSource, Direction
-from bouquet_eval.outputs import score_settings, scored_output, translation_output
-from bouquet_eval.translate import provided_folder, translation_settings
+from bouquet_eval.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -29,39 +25,22 @@ class StageProgress:
     total: int
 
 
-def run_progress(
-    config: Mapping[str, Any],
-    directions: Sequence[Direction],
-    dataset: DatasetSource,
-    output_dir: Path,
-    secrets: frozenset[str] = frozenset(),
-) -> list[StageProgress]:
-    """Translate and score progress of each model of the configuration over `directions`."""
-    scoring = score_settings(config["metrics"], config)
+def run_progress(plan: Plan) -> list[StageProgress]:
+    """Translate and score progress of each model of the plan over its directions."""
     progress = []
-    for model in config["models"]:
-        model_dir = output_dir / model["name"]
-        settings = translation_settings(model, config["limit"])
-        folder = provided_folder(model)
-        in_place = folder is not None and folder.resolve() == model_dir.resolve()
+    total = len(plan.directions)
+    for model in plan.models.values():
+        translations = plan.translation_outputs(model, plan.directions)
+        scores = plan.scored_outputs(model, plan.directions)
         translated = scored = 0
-        for direction in directions:
-            dataset_file = dataset.file(direction)
-            translation = translation_output(
-                model_dir,
-                direction,
-                settings,
-                dataset_file,
-                None if folder is None else folder / f"{direction}.jsonl",
-                secrets,
-            )
+        for translation, score in zip(translations, scores, strict=True):
+            in_place = model.translated_in_place
             done = translation.path.is_file() if in_place else translation.is_current()
             translated += done
             # Scores of translations about to be redone are not done, current as they may be.
-            score = scored_output(model_dir, direction, scoring, dataset_file, secrets)
             scored += done and score.is_current()
-        progress.append(StageProgress(model["name"], "translate", translated, len(directions)))
-        progress.append(StageProgress(model["name"], "score", scored, len(directions)))
+        progress.append(StageProgress(model.name, "translate", translated, total))
+        progress.append(StageProgress(model.name, "score", scored, total))
     return progress
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pandas as pd
 
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import DatasetSource, Direction
 from bouquet_eval.io import write_parquet
 from bouquet_eval.metrics import Metric, add_composite, is_statistics_column
 from bouquet_eval.outputs import scored_output, translation_path
-from bouquet_eval.provenance import ResumableOutput
 from bouquet_eval.translations import read_translations
 
 log = logging.getLogger(__name__)

@@ -19,13 +19,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from bouquet_eval.config import expand_path
+from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import DatasetError, DatasetSource, Direction
 from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.outputs import translation_output
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
-from bouquet_eval.provenance import ResumableOutput
 from bouquet_eval.stream import Flight, translation_stream
 from bouquet_eval.translators import (
     BatchError,
@@ -36,7 +35,6 @@ from bouquet_eval.translators import (
 )
 from bouquet_eval.translators.backends import (
     BACKENDS,
-    model_gpus,
     prompt_fn_spec,
     translator_arguments,
 )
@@ -48,6 +46,8 @@ from bouquet_eval.watchdog import StallWatchdog
 if TYPE_CHECKING:
     import pandas as pd
 
+    from bouquet_eval.plan import ModelPlan
+
 log = logging.getLogger(__name__)
 
 TIMING_DIR = ".timing"
@@ -56,7 +56,7 @@ TIMING_DIR = ".timing"
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
     """What in a model entry decides its translations, with real values (never write it out
-    without `provenance.redact`).
+    without `secrets.redact`).
 
     Settings that only change speed (a backend's `operational` ones) are left out, so that
     raising an API's concurrency, say, does not make finished translations stale.
@@ -82,11 +82,6 @@ def translation_settings(model: dict[str, Any], limit: int | None) -> dict[str, 
     return {"model": model_settings(model), "limit": limit}
 
 
-def provided_folder(model: dict[str, Any]) -> Path | None:
-    """Where a model's translations brought from elsewhere are (None for other translators)."""
-    return expand_path(model["path"]) if model["translator"] == "provided" else None
-
-
 def translate_model(
     model: dict[str, Any],
     directions: Sequence[Direction],
@@ -100,35 +95,51 @@ def translate_model(
 
     `stall_timeout`: fail when the translator makes no progress for this many seconds.
     """
-    backend = BACKENDS.get(model["translator"])
+    from bouquet_eval.plan import plan_model
+
+    translate_planned(
+        plan_model(model, output_dir, limit), directions, dataset, limit, secrets, stall_timeout
+    )
+
+
+def translate_planned(
+    model: ModelPlan,
+    directions: Sequence[Direction],
+    dataset: DatasetSource,
+    limit: int | None = None,
+    secrets: frozenset[str] = frozenset(),
+    stall_timeout: float | None = None,
+) -> None:
+    """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
+    entry = model.entry
+    backend = BACKENDS.get(entry["translator"])
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
-        arguments = translator_arguments(model)
+        arguments = translator_arguments(entry)
         if backend is not None and backend.request_cache:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
-            arguments["cache_dir"] = str(output_dir / REQUEST_CACHE)
+            arguments["cache_dir"] = str(model.folder / REQUEST_CACHE)
         if backend is not None and backend.takes_limit:
             arguments["limit"] = limit
         return (
-            load_translator(model["translator"], arguments),
-            load_prompt_fn(prompt_fn_spec(model), model.get("prompt_kwargs")),
+            load_translator(entry["translator"], arguments),
+            load_prompt_fn(prompt_fn_spec(entry), entry.get("prompt_kwargs")),
         )
 
     def describe_environment() -> dict[str, Any]:
-        environment = job_environment(uses_gpu=model_gpus(model) > 0)
+        environment = job_environment(uses_gpu=model.gpus > 0)
         if backend is not None and backend.hub_model:
-            environment["model"] = hub_model(model["model"], model.get("revision"))
+            environment["model"] = hub_model(entry["model"], entry.get("revision"))
         return environment
 
-    folder = provided_folder(model)
     translate_directions(
         directions,
         dataset,
-        output_dir,
+        model.folder,
         make_translator,
-        translation_settings(model, limit),
+        dict(model.translation_settings),
         limit,
-        None if folder is None else partial(provided_file, folder),
+        None if model.provided is None else partial(provided_file, model.provided),
         secrets,
         describe_environment,
         stall_timeout,

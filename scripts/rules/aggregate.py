@@ -1,7 +1,5 @@
 """Rule script: a model's scores.csv, summary.csv, scored_rows.parquet and manifest entry."""
 
-import json
-import os
 from pathlib import Path
 
 from bouquet_eval.aggregate import (
@@ -15,28 +13,27 @@ from bouquet_eval.aggregate import (
     write_csv,
 )
 from bouquet_eval.cost import is_batch, model_price, with_costs
-from bouquet_eval.data import Direction, resolve_dataset
-from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE
-from bouquet_eval.jobs import SnakemakeJob, job_logging, model_entry
+from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import aggregate_outputs, translation_path
-from bouquet_eval.provenance import known_secrets, redact
+from bouquet_eval.outputs import translation_path
+from bouquet_eval.runs import recorded_command
+from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
-from bouquet_eval.translate import model_settings
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        config = snakemake.config
-        secrets = known_secrets(config)
-        model_dir = Path(snakemake.output.scores).parent
+        plan = snakemake.params.plan
+        model = plan.models[snakemake.wildcards.model]
+        secrets = plan.secrets()
         scored = [Path(path) for path in snakemake.input.scored]
-        directions = [Direction.parse(name) for name in snakemake.params.directions]
-        metrics = load_metrics(snakemake.params.metrics, config)
-        resampling = Resampling(**config["statistics"])
-        model = model_entry(config, snakemake.wildcards.model)
+        directions = plan.directions
+        metrics = load_metrics(plan.metrics, plan.config)
+        resampling = Resampling(**plan.config["statistics"])
         timing = with_costs(
-            timing_table(model_dir, directions), model_price(config, model), is_batch(model)
+            timing_table(model.folder, directions),
+            model_price(plan.config, model.entry),
+            is_batch(model.entry),
         )
         scores = write_aggregates(
             scored,
@@ -49,24 +46,25 @@ def main(snakemake: SnakemakeJob) -> None:
         append_manifest(
             Path(snakemake.output.manifest),
             manifest_entry(
-                config=redact(config, secrets),
-                model_name=snakemake.wildcards.model,
-                model_settings=redact(model_settings(model), secrets),
-                dataset_identity=resolve_dataset(config["dataset"], fetch=False).identity,
+                config=redact(plan.config, secrets),
+                model_name=model.name,
+                model_settings=redact(model.translation_settings["model"], secrets),
+                dataset_identity=plan.dataset.identity,
                 directions=directions,
                 metric_signatures=recorded_signatures(scored),
                 resampling=resampling,
                 timing=timing_totals(timing),
                 environments={
                     "translate": recorded_environments(
-                        [translation_path(model_dir, d) for d in directions]
+                        [translation_path(model.folder, d) for d in directions]
                     ),
                     "score": recorded_environments(scored),
                 },
-                workflow=json.loads(os.environ.get(WORKFLOW_COMMIT_VARIABLE, "null")),
+                workflow=plan.sources.describe(),
+                command=recorded_command(),
             ),
         )
-        for output in aggregate_outputs(model_dir, directions, config, secrets):
+        for output in plan.aggregate_outputs(model):
             output.record_written()
         log.info("%d directions aggregated into %s", len(scores), snakemake.output.scores)
 

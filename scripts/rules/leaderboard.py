@@ -14,8 +14,8 @@ from bouquet_eval.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.provenance import known_secrets, redact
 from bouquet_eval.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
 
 
@@ -26,6 +26,7 @@ def read_timing(path: Path) -> pd.DataFrame:
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
+        plan = snakemake.params.plan
         models = snakemake.params.models
         metrics = load_metrics(snakemake.params.metrics, snakemake.config)
         columns = score_columns(metrics)
@@ -46,8 +47,8 @@ def main(snakemake: SnakemakeJob) -> None:
             timing={
                 m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)
             },
-            gpus=snakemake.params.gpus,
-            config=redact(snakemake.config, known_secrets(snakemake.config)),
+            gpus={name: plan.models[name].gpus for name in models},
+            config=redact(plan.config, plan.secrets()),
             manifests={
                 m: json.loads(Path(p).read_text(encoding="utf-8"))
                 for m, p in zip(models, snakemake.input.manifests, strict=True)

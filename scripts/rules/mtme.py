@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.data import Direction
 from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.leaderboard import score_columns
 from bouquet_eval.metrics import load_metrics
@@ -26,7 +26,7 @@ def main(snakemake: SnakemakeJob) -> None:
         export(
             Path(snakemake.output[0]),
             directions,
-            resolve_dataset(config["dataset"], fetch=False),
+            snakemake.params.plan.dataset,
             config["limit"],
             rows,
             scores,

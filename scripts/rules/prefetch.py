@@ -6,7 +6,8 @@ from bouquet_eval.prefetch import prefetch
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        for line in prefetch(snakemake.config):
+        plan = snakemake.params.plan
+        for line in prefetch(plan.config, plan.dataset):
             log.info("%s", line)
 
 

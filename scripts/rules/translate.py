@@ -1,26 +1,21 @@
 """Rule script: translate the directions of one shard (run by Snakemake)."""
 
-from pathlib import Path
-
-from bouquet_eval.data import resolve_dataset
 from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging, model_entry
+from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.outputs import direction_of
-from bouquet_eval.provenance import known_secrets
-from bouquet_eval.translate import translate_model
+from bouquet_eval.translate import translate_planned
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
-        config = snakemake.config
-        translate_model(
-            model_entry(config, snakemake.params.model),
+        plan = snakemake.params.plan
+        translate_planned(
+            plan.models[snakemake.params.model],
             [direction_of(path) for path in snakemake.output],
-            resolve_dataset(config["dataset"], fetch=False),
-            Path(snakemake.output[0]).parent,
-            config["limit"],
-            known_secrets(config),
-            config["stall_timeout"],
+            plan.dataset,
+            plan.limit,
+            plan.secrets(),
+            plan.config["stall_timeout"],
         )
 
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from bouquet_eval.aggregate import write_csv
-from bouquet_eval.data import as_direction, resolve_dataset
+from bouquet_eval.data import as_direction
 from bouquet_eval.gpus import gpu_lease
 from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
@@ -26,7 +26,7 @@ def main(snakemake: SnakemakeJob) -> None:
         recomputed = rescore(
             output.parent,
             directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
-            resolve_dataset(config["dataset"], fetch=False),
+            snakemake.params.plan.dataset,
             config["limit"],
             load_metrics(snakemake.params.metrics, config),
             Resampling(**config["statistics"]),

@@ -24,9 +24,6 @@ rule aggregate:
     resources:
         **job_resources("aggregate", 0),
     params:
-        metrics=config["metrics"],
-        metric_settings=metric_settings(),
-        statistics=config["statistics"],
-        directions=[direction.name for direction in DIRECTIONS],
+        plan=PLAN,
     script:
         "../../scripts/rules/aggregate.py"

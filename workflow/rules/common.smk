@@ -1,6 +1,3 @@
-import json
-import os
-import re
 import sys
 from pathlib import Path
 
@@ -12,62 +9,30 @@ from bouquet_eval.checks import (
     stop_planning,
     warn_of_unset_api_keys,
 )
-from bouquet_eval.config import (
-    ConfigError,
-    expand_path,
-    job_name,
-    literal_secrets,
-    validate_config,
-)
-from bouquet_eval.data import resolve_dataset, select_directions
-from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE, workflow_commit
+from bouquet_eval.config import ConfigError, job_name, literal_secrets
+from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.estimate import api_estimates
+from bouquet_eval.io import write_json
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import (
-    AGGREGATES,
-    aggregate_outputs,
-    scored_output,
-    score_settings,
-    translation_output,
+from bouquet_eval.outputs import AGGREGATES
+from bouquet_eval.plan import Sources, load_plan
+from bouquet_eval.runs import (
+    command_line,
+    RunningError,
+    locked_by_a_live_run,
+    refuse_beside_live_runs,
+    register,
+    remove_stale_locks,
 )
-from bouquet_eval.planning import (
-    check_job,
-    describe,
-    is_dry_run,
-    stamp_input,
-    stamp_path,
-)
-from bouquet_eval.runs import register as register_run
-from bouquet_eval.runs import remove_stale_locks
-from bouquet_eval.provenance import (
-    COMMAND_ENVIRONMENT_VARIABLE,
-    known_secrets,
-    redact_command,
-    settings_digest,
-)
+from bouquet_eval.secrets import redact_command
 from bouquet_eval.selection import announce as announce_selection
-from bouquet_eval.sharding import assign_shards, take_part
-from bouquet_eval.translate import provided_folder, translation_settings
-from bouquet_eval.translators.backends import model_environment, model_gpus
+from bouquet_eval.translators.backends import model_environment
 
-# Lets configuration files name files of the repository (REPOSITORY, from sources.smk: the
-# workflow's own, not workflow.basedir, which is the outermost Snakefile's) from anywhere.
-os.environ.setdefault("BOUQUET_EVAL_HOME", str(REPOSITORY))
-if workflow.is_main_process:
-    # The workflow's own commit, for the manifest (written by jobs in other processes).
-    os.environ[WORKFLOW_COMMIT_VARIABLE] = json.dumps(
-        {"commit": SOURCES_COMMIT, "modified": False}
-        if SOURCES_COMMIT
-        else workflow_commit(REPOSITORY)
-    )
-    # "Rerun the same command" after a crash: a killed run's locks are removed.
-    if remove_stale_locks():
-        print(
-            "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
-            file=sys.stderr,
-        )
-    register_run()
-
+# Parsing this file writes nothing and changes no environment variable, but for the two things
+# Snakemake does before any hook (a killed run's locks, the command line it prints); what a run
+# does once happens in `onstart` (below), and whether existing outputs are current is decided
+# while Snakemake builds its plan (the stamps, see bouquet_eval.currency). docs/design.md says
+# why.
 
 # The embedded default: the bundled sample, unless a configuration file is given.
 if not workflow.overwrite_configfiles:
@@ -75,59 +40,47 @@ if not workflow.overwrite_configfiles:
     configfile: REPOSITORY / "config" / "demo.yaml"
 
 
-def file_in_the_way(folder):
-    """The file that stands where `folder`, or a folder above it, is to be; None if none does
-    (Snakemake would otherwise fail creating it, with a traceback naming no setting)."""
-    for path in (folder, *folder.parents):
-        if path.exists():
-            return None if path.is_dir() else path
-    return None
-
-
-def refuse_files_as_folders(output_dir, models):
-    """Stop with one line when output_dir, or a model's folder in it, cannot be a folder."""
-    folders = {"output_dir": output_dir}
-    for model in models:
-        folders[f"model '{model['name']}': folder"] = output_dir / model["name"]
-    for what, folder in folders.items():
-        blocking = file_in_the_way(folder)
-        if blocking is not None:
-            within = "" if blocking == folder else f": '{blocking}'"
-            raise ConfigError(f"{what} '{folder}'{within} is a file, not a folder")
-
+# Checked files of the dataset, remembered between runs (see DatasetSource.check_files).
+DATASET_INDEX = Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
 
 try:
-    validate_config(config, REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
-    OUTPUT_DIR = expand_path(config["output_dir"])
-    refuse_files_as_folders(OUTPUT_DIR, config["models"])
     # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
     # them see the commit it resolved the revision to.
-    DATASET = resolve_dataset(config["dataset"], fetch=workflow.is_main_process)
-    SELECTED = select_directions(
-        DATASET.directions(),
-        src_filter=config["directions"]["src_langs"],
-        tgt_filter=config["directions"]["tgt_langs"],
-        directions=config["directions"]["list"],
+    PLAN = load_plan(
+        config,
+        REPOSITORY / "workflow" / "schemas" / "config.schema.yaml",
+        Sources(REPOSITORY, SOURCES_COMMIT),
+        fetch=workflow.is_main_process,
     )
-    DIRECTIONS = take_part(SELECTED, config["directions"]["shard"])
-    DATASET.check_files(
-        DIRECTIONS, Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
-    )
+    CHECKED_DATASET_FILES = PLAN.dataset.check_files(PLAN.directions, DATASET_INDEX)
     # A metric of one's own that cannot be used stops the run here, before anything is written.
-    METRICS = load_metrics(config["metrics"], config)
+    METRICS = load_metrics(PLAN.metrics, config)
     # So are translators and prompt functions of one's own (imported, no model loaded), once.
     if workflow.is_main_process:
         check_own_objects(config["models"])
 except ConfigError as error:
     stop_planning(error, workflow.configfiles)
 
-SECRETS = known_secrets(config)
-# Jobs run in other processes; they inherit the command line of the run for the manifest.
-COMMAND = redact_command(sys.argv, SECRETS)
-os.environ.setdefault(COMMAND_ENVIRONMENT_VARIABLE, json.dumps(COMMAND))
+OUTPUT_DIR = PLAN.output_dir
+DATASET = PLAN.dataset
+DIRECTIONS = PLAN.directions
+MODELS = PLAN.models
 if workflow.is_main_process:
-    # Snakemake's banner and its log under .snakemake/log/ print sys.argv once the plan is
-    # made; it has been parsed by now, and jobs are started from the parsed settings.
+    announce_selection(
+        DATASET,
+        DIRECTIONS,
+        PLAN.selected,
+        list(MODELS),
+        config["directions"]["shard"],
+        config["limit"],
+    )
+# The run's command line as the manifest records it.
+COMMAND = redact_command(command_line(), PLAN.secrets())
+
+if workflow.is_main_process:
+    # Snakemake prints sys.argv in its banner and its log under .snakemake/log/ before any hook
+    # of the workflow runs; it has been parsed by now, and jobs are started from the parsed
+    # settings, so the redacted command line takes its place.
     sys.argv[:] = COMMAND
     for location in literal_secrets(config):
         print(
@@ -137,37 +90,46 @@ if workflow.is_main_process:
             "variables and name them in a setting ending in _env (see config/README.md).",
             file=sys.stderr,
         )
+    # Snakemake checks its locks before any hook of the workflow runs: the locks a killed run
+    # left are removed here, so that rerunning the same command works (bouquet_eval.runs).
+    if remove_stale_locks():
+        print(
+            "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
+            file=sys.stderr,
+        )
+    elif (held := locked_by_a_live_run()) is not None:
+        print(held, file=sys.stderr)
 
-MODELS = {model["name"]: model for model in config["models"]}
-if workflow.is_main_process:
-    announce_selection(
-        DATASET,
-        DIRECTIONS,
-        len(SELECTED),
-        list(MODELS),
-        config["directions"]["shard"],
-        config["limit"],
+
+onstart:
+    # A run with --nolock (`snakemake progress --nolock`) is meant to go beside another one.
+    if workflow.execution_settings.lock:
+        outputs = {
+            path for job in workflow.dag.needrun_jobs() for path in job.output
+        }
+        try:
+            refuse_beside_live_runs(outputs)
+        except RunningError as error:
+            raise WorkflowError(str(error)) from None
+        register(COMMAND, outputs)
+    write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
+    refuse_slurm_placeholders()
+    refuse_unset_api_keys(
+        config["models"], workflow.dag.needrun_jobs(), workflow.configfiles
     )
-DRY_RUN = is_dry_run(sys.argv)
-if DRY_RUN and workflow.is_main_process:
-    warn_of_unset_api_keys(config["models"])
-STALE_OUTPUTS = []
-"""Existing outputs found not current while planning (reported once the rules are built)."""
 
 
 # Paths are plain strings below: Snakemake handles many thousands of them at this scale.
 def model_dir(model):
-    return f"{OUTPUT_DIR}/{model['name']}"
+    return str(model.folder)
 
 
 def rule_name(stage, model, shard):
-    return f"{stage}_{job_name(model['name'])}_{shard}"
+    return f"{stage}_{job_name(model.name)}_{shard}"
 
 
 def model_shards(model):
-    return assign_shards(
-        DIRECTIONS, model.get("shards", config["shards"]), config["directions"]["shard"]
-    )
+    return model.shards
 
 
 def translation_file(model, direction):
@@ -198,31 +160,24 @@ def all_aggregates():
     ]
 
 
-def translated_in_place(model):
-    """Translations brought by the user that already sit in the model's output folder: they
-    are scored where they are, and no job writes them."""
-    folder = provided_folder(model)
-    return folder is not None and folder.resolve() == Path(model_dir(model)).resolve()
-
-
 def check_provided(model):
     """Every selected direction has a file; files of directions the dataset lacks are named."""
-    folder = provided_folder(model)
+    folder = model.provided
     if folder is None:
         return
-    key = f"models[{list(MODELS).index(model['name'])}].path"
+    key = f"models[{list(MODELS).index(model.name)}].path"
     if not folder.is_dir():
         stop_planning(
             ConfigError(
-                f"model '{model['name']}' (translator: provided): folder '{folder}' not found",
+                f"model '{model.name}' (translator: provided): folder '{folder}' not found",
                 key,
             ),
             workflow.configfiles,
         )
     missing = [
-        str(folder / f"{d}.jsonl")
+        str(model.provided_file(d))
         for d in DIRECTIONS
-        if not (folder / f"{d}.jsonl").is_file()
+        if not model.provided_file(d).is_file()
     ]
     if missing:
         shown = ", ".join(missing[:5]) + (
@@ -230,7 +185,7 @@ def check_provided(model):
         )
         stop_planning(
             ConfigError(
-                f"model '{model['name']}' (translator: provided, path: {folder}): no "
+                f"model '{model.name}' (translator: provided, path: {folder}): no "
                 f"translations for {len(missing)} selected direction(s): {shown}",
                 key,
             ),
@@ -251,68 +206,79 @@ for model in MODELS.values():
 
 def provided_translations(model, directions):
     """Translations brought by the user are inputs: a changed file is taken again."""
-    folder = provided_folder(model)
-    if folder is None:
-        return []
-    return [str(folder / f"{direction}.jsonl") for direction in directions]
+    return [str(model.provided_file(d)) for d in directions if model.provided]
+
+
+PLANNING_REPORTED = []
+"""Whether the run has said what it says once Snakemake builds its plan."""
+
+
+def report_while_planning():
+    """What a dry run says once, from the first input function Snakemake evaluates: only then
+    does it know whether this is a dry run (parsing comes first, and no hook runs in one).
+    """
+    if PLANNING_REPORTED or not workflow.is_main_process:
+        return
+    PLANNING_REPORTED.append(True)
+    if workflow.dryrun:
+        warn_of_unset_api_keys(config["models"])
+        # What the API models will send, and cost (bouquet_eval.estimate).
+        for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
+            print(estimate.line(), file=sys.stderr)
+
+
+CHECKED_STAMPS = {}
+"""Stamp -> its inputs, once checked: Snakemake may ask for a job's inputs more than once."""
 
 
 def planned_stamp(model, job, outputs):
-    """The job's stamp input, rewritten when one of its existing outputs is not current."""
-    stamp = stamp_path(Path(model_dir(model)), job)
-    if workflow.is_main_process:
-        STALE_OUTPUTS.extend(check_job(stamp, outputs, DRY_RUN))
-    return stamp_input(stamp)
+    """An input function: the job's stamp, rewritten when one of its existing outputs is not
+    current (bouquet_eval.currency). It runs while Snakemake builds its plan, when it knows
+    whether this is a dry run; a job's own process only names the stamp."""
+    stamp = stamp_path(model.folder, job)
+
+    def stamp_of_the_job(wildcards):
+        report_while_planning()
+        if workflow.is_main_process and stamp not in CHECKED_STAMPS:
+            stale = check_job(stamp, outputs(), workflow.dryrun)
+            if stale:
+                print(f"bouquet-eval: {describe(stale)}", file=sys.stderr)
+            CHECKED_STAMPS[stamp] = True
+        return stamp_input(stamp)
+
+    return stamp_of_the_job
 
 
 def translation_stamp(model, shard, directions):
-    folder = provided_folder(model)
-    settings = translation_settings(model, config["limit"])
-    outputs = [
-        translation_output(
-            Path(model_dir(model)),
-            direction,
-            settings,
-            DATASET.file(direction),
-            None if folder is None else folder / f"{direction}.jsonl",
-            SECRETS,
-        )
-        for direction in directions
-    ]
-    return planned_stamp(model, f"translate-{shard}", outputs)
+    return planned_stamp(
+        model,
+        f"translate-{shard}",
+        lambda: PLAN.translation_outputs(model, directions),
+    )
 
 
 def score_stamp(model, shard, directions):
-    settings = score_settings(config["metrics"], config)
-    outputs = [
-        scored_output(Path(model_dir(model)), d, settings, DATASET.file(d), SECRETS)
-        for d in directions
-    ]
-    return planned_stamp(model, f"score-{shard}", outputs)
+    return planned_stamp(
+        model, f"score-{shard}", lambda: PLAN.scored_outputs(model, directions)
+    )
 
 
 def aggregate_stamp(wildcards):
-    """Evaluated while Snakemake builds its plan, after the other stamps were reported."""
     model = MODELS[wildcards.model]
-    stale_before = len(STALE_OUTPUTS)
-    outputs = aggregate_outputs(Path(model_dir(model)), DIRECTIONS, config, SECRETS)
-    stamp = planned_stamp(model, "aggregate", outputs)
-    if len(STALE_OUTPUTS) > stale_before:
-        print(
-            f"bouquet-eval: {describe(STALE_OUTPUTS[stale_before:])}", file=sys.stderr
-        )
-    return stamp
+    return planned_stamp(model, "aggregate", lambda: PLAN.aggregate_outputs(model))(
+        wildcards
+    )
 
 
 def translator_environment(model):
     """The conda environment of the model's translate jobs (envs/), for --sdm conda; relative
     to the rule files, as Snakemake reads conda paths, wherever the workflow's sources are.
     """
-    return f"../../envs/{model_environment(model)}.yaml"
+    return f"../../envs/{model_environment(model.entry)}.yaml"
 
 
 def score_environment():
-    neural = {"metricx", "glotlid"} & set(config["metrics"])
+    neural = {"metricx", "glotlid"} & set(PLAN.metrics)
     return f"../../envs/{'metrics' if neural else 'workflow'}.yaml"
 
 
@@ -340,13 +306,13 @@ GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 def job_settings(stage, model=None):
     """`resources.<stage>` of the configuration, with a model's own `resources` over it."""
     settings = dict(config["resources"][stage])
-    own = (model or {}).get("resources") or {}
+    own = (model.entry if model else {}).get("resources") or {}
     if any(key in own for key in GPU_TYPE_SETTINGS):
         for key in GPU_TYPE_SETTINGS:
             settings.pop(key, None)
     settings.update(own)
     if all(key in settings for key in GPU_TYPE_SETTINGS):
-        where = f"models[{model['name']}].resources" if model else f"resources.{stage}"
+        where = f"models[{model.name}].resources" if model else f"resources.{stage}"
         raise WorkflowError(
             f"bouquet-eval: {where} sets both gres and gpu_model: keep one"
         )
@@ -446,22 +412,9 @@ def refuse_slurm_placeholders():
             )
 
 
-onstart:
-    refuse_slurm_placeholders()
-    refuse_unset_api_keys(
-        config["models"], workflow.dag.needrun_jobs(), workflow.configfiles
-    )
-
-
 def score_gpus():
-    uses_gpu = "metricx" in config["metrics"] and config["metricx"]["device"] != "cpu"
+    uses_gpu = "metricx" in PLAN.metrics and config["metricx"]["device"] != "cpu"
     return 1 if uses_gpu else 0
-
-
-def metric_settings():
-    """What decides the scores (the planner's own, outputs.score_settings): a change also
-    shows in Snakemake's plan, as changed params."""
-    return score_settings(config["metrics"], config)
 
 
 def compared_models():
@@ -480,20 +433,3 @@ def scored_rows_of_compared_models():
 
 def scored_files_of_model(wildcards):
     return [scored_file(MODELS[wildcards.model], d) for d in DIRECTIONS]
-
-
-def translation_digest(model):
-    """Changes when anything that decides the model's translations changes."""
-    return settings_digest(translation_settings(model, config["limit"]), SECRETS)
-
-
-def report_stale_outputs():
-    if STALE_OUTPUTS:
-        print(f"bouquet-eval: {describe(STALE_OUTPUTS)}", file=sys.stderr)
-
-
-def report_api_estimates():
-    """A dry run says what the API models will send, and cost (bouquet_eval.estimate)."""
-    if DRY_RUN and workflow.is_main_process:
-        for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
-            print(estimate.line(), file=sys.stderr)

@@ -63,7 +63,7 @@ rule leaderboard:
         models=list(MODELS),
         metrics=config["metrics"],
         statistics=config["statistics"],
-        gpus={name: model_gpus(model) for name, model in MODELS.items()},
+        plan=PLAN,
         baseline=config["compare"]["baseline"],
     script:
         "../../scripts/rules/leaderboard.py"

@@ -13,5 +13,6 @@ rule mtme:
         models=list(MODELS),
         metrics=config["metrics"],
         directions=[direction.name for direction in DIRECTIONS],
+        plan=PLAN,
     script:
         "../../scripts/rules/mtme.py"

@@ -6,5 +6,7 @@ rule prefetch:
         "logs/prefetch.log",
     conda:
         "../../envs/workflow.yaml"
+    params:
+        plan=PLAN,
     script:
         "../../scripts/rules/prefetch.py"

@@ -7,6 +7,6 @@ rule progress:
     conda:
         "../../envs/workflow.yaml"
     params:
-        directions=[direction.name for direction in DIRECTIONS],
+        plan=PLAN,
     script:
         "../../scripts/rules/progress.py"

@@ -13,9 +13,9 @@ for model in MODELS.values():
             output:
                 [update(scored_file(model, direction)) for direction in directions],
             log:
-                f"logs/{model['name']}/score/{shard}.log",
+                f"logs/{model.name}/score/{shard}.log",
             benchmark:
-                f"logs/{model['name']}/score/{shard}.benchmark.tsv"
+                f"logs/{model.name}/score/{shard}.benchmark.tsv"
             conda:
                 score_environment()
             envmodules:
@@ -24,7 +24,6 @@ for model in MODELS.values():
             resources:
                 **job_resources("score", score_gpus()),
             params:
-                metrics=config["metrics"],
-                metric_settings=metric_settings(),
+                plan=PLAN,
             script:
                 "../../scripts/rules/score.py"

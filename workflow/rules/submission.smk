@@ -48,10 +48,11 @@ rule verify_model:
         claim=verification_fingerprint,
         directions=[direction.name for direction in DIRECTIONS],
         metrics=config["metrics"],
-        metric_settings=metric_settings(),
+        metric_settings=PLAN.score_settings,
         limit=config["limit"],
         dataset=DATASET.identity,
         tolerance=config["verify"]["tolerance"],
+        plan=PLAN,
     script:
         "../../scripts/rules/verify_model.py"
 

@@ -1,9 +1,10 @@
 # One job per model and shard: the translator is loaded once and translates every direction
 # of its shard that is not current. Outputs are update() so that Snakemake keeps the finished
 # directions of a shard when it reruns for a missing one; whether a kept output is current is
-# decided from its provenance record (see translation_stamp in common.smk).
+# decided from its provenance record (see translation_stamp in common.smk and
+# bouquet_eval.currency).
 for model in MODELS.values():
-    if translated_in_place(model):
+    if model.translated_in_place:
         continue
     for shard, directions in model_shards(model).items():
 
@@ -17,18 +18,18 @@ for model in MODELS.values():
             output:
                 [update(translation_file(model, direction)) for direction in directions],
             log:
-                f"logs/{model['name']}/translate/{shard}.log",
+                f"logs/{model.name}/translate/{shard}.log",
             benchmark:
-                f"logs/{model['name']}/translate/{shard}.benchmark.tsv"
+                f"logs/{model.name}/translate/{shard}.benchmark.tsv"
             conda:
                 translator_environment(model)
             envmodules:
                 *job_envmodules("translate", model),
             threads: job_settings("translate", model)["cpus"]
             resources:
-                **job_resources("translate", model_gpus(model), model),
+                **job_resources("translate", model.gpus, model),
             params:
-                model=model["name"],
-                settings_digest=translation_digest(model),
+                plan=PLAN,
+                model=model.name,
             script:
                 "../../scripts/rules/translate.py"

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bouquet_eval.provenance import REDACTED
+from bouquet_eval.secrets import REDACTED
 from bouquet_eval.translators import BatchError
 from bouquet_eval.translators.request_cache import CacheWriter, RequestCache
 
