@@ -15,6 +15,7 @@ from bouquet_eval.config import (
 )
 from bouquet_eval.data import resolve_dataset, select_directions
 from bouquet_eval.environment import WORKFLOW_COMMIT_VARIABLE, workflow_commit
+from bouquet_eval.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import (
     AGGREGATES,
@@ -305,8 +306,12 @@ GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 
 
 def job_settings(stage, model=None):
-    """`resources.<stage>` of the configuration, with a model's own `resources` over it."""
-    settings = dict(config["resources"][stage])
+    """`resources.<stage>` of the configuration, with a model's own `resources` over it; CPUs
+    by default from what the job runs (bouquet_eval.job_cpus)."""
+    settings = {
+        "cpus": default_cpus(stage, config, model),
+        **config["resources"][stage],
+    }
     own = (model or {}).get("resources") or {}
     if any(key in own for key in GPU_TYPE_SETTINGS):
         for key in GPU_TYPE_SETTINGS:
