@@ -42,9 +42,9 @@ def test_defaults_are_filled() -> None:
     assert config["compare"] == {"baseline": None, "models": []}
     assert config["models"][0] == {"name": "m", "translator": "reference"}
     assert config["resources"] == {
-        "translate": {"mem_mb": 16000, "runtime": 240, "cpus": 4},
-        "score": {"mem_mb": 16000, "runtime": 120, "cpus": 2},
-        "aggregate": {"mem_mb": 8000, "runtime": 60, "cpus": 1},
+        "translate": {"mem_mb": 16000, "runtime": 240},
+        "score": {"mem_mb": 16000, "runtime": 120},
+        "aggregate": {"mem_mb": 8000, "runtime": 60},
     }
 
 

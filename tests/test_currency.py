@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from .conftest import Workflow
+from .conftest import REPOSITORY, SNAKEFILE, Workflow
 from .workflow_configs import bounds_config, recorded, recording_model
 
 FRA = "eng_Latn-fra_Latn"
@@ -272,3 +272,29 @@ def test_planning_without_running_writes_nothing(
     workflow.run(*dry_run)
     assert set(workflow.workdir.iterdir()) - before <= {workflow.workdir / ".snakemake"}
     assert not (workflow.workdir / ".snakemake" / "bouquet-eval").exists()
+
+
+def test_snakemake_keeps_no_input_checksums(workflow: Workflow, dataset: Path) -> None:
+    """The workflow decides what is current; Snakemake's checksums of every input, recorded once
+    per output after each job, would make a job's cost grow with the square of its directions."""
+    workflow.write_config(bounds_config(dataset, shards=1, directions={"list": [DEU, FRA]}))
+    workflow.run()
+    records = [
+        json.loads(path.read_text())
+        for path in (workflow.workdir / ".snakemake" / "metadata").iterdir()
+    ]
+    scored = [record for record in records if record["rule"].startswith("score_")]
+    assert scored and all(record["input"] for record in scored)
+    assert all(not record["input_checksums"] for record in records)
+
+
+@pytest.mark.parametrize("profiles", [[], ["--profile", str(REPOSITORY / "profiles" / "slurm")]])
+def test_no_input_checksums_whatever_the_profile(
+    profiles: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow's own profile applies from any working directory, beside a cluster one."""
+    from snakemake.cli import parse_args
+
+    monkeypatch.chdir(tmp_path)
+    _, arguments = parse_args(["--snakefile", str(SNAKEFILE), "--cores", "2", *profiles])
+    assert arguments.max_checksum_file_size == 0

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.gpus import gpu_lease
+from bouquet_eval.job_cpus import default_cpus
 from bouquet_eval.sharding import assign_shards
 
 from .conftest import Workflow
 from .synthetic import synthetic_directions, write_dataset
-from .workflow_configs import SMALL_JOBS, recording_model
+from .workflow_configs import SMALL_JOBS, bounds_config, recording_model
 
 
 def loads(record: Path) -> int:
@@ -161,3 +162,50 @@ def test_lease_takes_a_free_device(
     with gpu_lease(1, tmp_path) as leased:
         assert leased == ["0"]
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def most_jobs_at_once(output: str, prefixes: tuple[str, ...]) -> int:
+    """The most jobs of rules named `<prefix>...` that ran at the same time, from Snakemake's
+    log (a job starts with `localrule <name>:` or `rule <name>:`, and ends with `Finished
+    jobid: N (Rule: <name>)`)."""
+    running = most = 0
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in ("rule", "localrule"):
+            if words[1].startswith(prefixes):
+                running += 1
+                most = max(most, running)
+        elif line.startswith("Finished jobid") and words[-1].startswith(prefixes):
+            running -= 1
+    return most
+
+
+def test_jobs_that_need_little_cpu_overlap_on_two_cores(workflow: Workflow, dataset: Path) -> None:
+    """With the configuration's defaults, copy-source and chrF++ jobs take one CPU each."""
+    config = bounds_config(dataset, shards=2, models=[{"name": "c", "translator": "copy-source"}])
+    del config["resources"]
+    workflow.write_config(config)
+    output = workflow.run().stderr
+    assert most_jobs_at_once(output, ("translate_", "score_")) == 2, output
+
+
+@pytest.mark.parametrize(
+    ("translator", "cpus"),
+    [("copy-source", 1), ("provided", 1), ("openai", 1), ("vllm", 4), ("nllb", 4), ("x.y:Z", 4)],
+)
+def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> None:
+    assert default_cpus("translate", {}, {"name": "m", "translator": translator}) == cpus
+
+
+@pytest.mark.parametrize(
+    ("metrics", "device", "cpus"),
+    [
+        (["chrf", "bleu", "ter", "glotlid"], "auto", 1),
+        (["chrf", "metricx"], "cuda", 2),
+        (["metricx"], "cpu", 4),
+        (["chrf", "faults:FlakyMetric"], "auto", 2),
+    ],
+)
+def test_score_cpus_follow_the_metrics(metrics: list[str], device: str, cpus: int) -> None:
+    config = {"metrics": metrics, "metricx": {"device": device}}
+    assert default_cpus("score", config, None) == cpus

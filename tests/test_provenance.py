@@ -4,6 +4,7 @@ the translator registry is the one source of truth about built-in translators.""
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 import yaml
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
-from bouquet_eval.currency import ResumableOutput, settings_digest
+from bouquet_eval.currency import FileState, ResumableOutput, _sha256, settings_digest
 from bouquet_eval.io import write_jsonl
 from bouquet_eval.secrets import (
     REDACTED,
@@ -326,3 +327,19 @@ def test_a_new_modification_time_alone_is_remembered(tmp_path: Path) -> None:
     assert record["output"]["mtime_ns"] == record["inputs"]["dataset"]["mtime_ns"] == later
     output.path.write_text("translationz\n")  # same size, new content
     assert output.stale_reason() == "its content is not what was written (damaged or edited)"
+
+
+def test_outputs_of_the_same_inputs_hash_each_input_once(tmp_path: Path) -> None:
+    """As a model's four aggregates: each scored file is read once, unless it is rewritten."""
+    inputs = {f"d{number}": tmp_path / f"d{number}.parquet" for number in range(3)}
+    for path in inputs.values():
+        path.write_bytes(b"scores")
+    outputs = [ResumableOutput(tmp_path / name, {}, inputs) for name in ("a.csv", "b.csv")]
+    hashed_before = _sha256.cache_info().misses
+    for output in outputs:
+        output.path.write_text("aggregate\n")
+        output.record_written()
+    # Each input once, then each output (its own file) once.
+    assert _sha256.cache_info().misses - hashed_before == len(inputs) + len(outputs)
+    inputs["d0"].write_bytes(b"Scores")  # same size, new content
+    assert FileState.of(inputs["d0"]).sha256 == hashlib.sha256(b"Scores").hexdigest()

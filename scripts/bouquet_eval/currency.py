@@ -23,7 +23,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ class FileState:
     @classmethod
     def of(cls, path: Path) -> FileState:
         status = path.stat()
-        return cls(file_sha256(path), status.st_size, status.st_mtime_ns)
+        identity = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        return cls(_sha256(path, identity), status.st_size, status.st_mtime_ns)
 
     def matches(self, path: Path) -> bool:
         """Whether `path` still holds this content (hashed only when its stat changed)."""
@@ -85,6 +86,14 @@ class FileState:
         if status.st_size != self.size:
             return False
         return status.st_mtime_ns == self.mtime_ns or file_sha256(path) == self.sha256
+
+
+@lru_cache(maxsize=1 << 14)
+def _sha256(path: Path, identity: tuple[int, ...]) -> str:
+    """The file's hash, computed once in a process while its inode, size and times stay the same
+    (a rewrite changes them): the aggregate job records four outputs made from every scored file
+    of the model, and hashes each file once instead of four times."""
+    return file_sha256(path)
 
 
 @dataclass(frozen=True)

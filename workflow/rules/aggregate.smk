@@ -14,6 +14,8 @@ rule aggregate:
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),
     log:
         "logs/{model}/aggregate.log",
+    benchmark:
+        "logs/{model}/aggregate.benchmark.tsv"
     wildcard_constraints:
         model="|".join(re.escape(name) for name in MODELS),
     conda:

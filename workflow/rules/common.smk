@@ -13,6 +13,7 @@ from bouquet_eval.config import ConfigError, job_name, literal_secrets
 from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.estimate import api_estimates
 from bouquet_eval.io import write_json
+from bouquet_eval.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import AGGREGATES
 from bouquet_eval.plan import Sources, load_plan
@@ -304,8 +305,12 @@ GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 
 
 def job_settings(stage, model=None):
-    """`resources.<stage>` of the configuration, with a model's own `resources` over it."""
-    settings = dict(config["resources"][stage])
+    """`resources.<stage>` of the configuration, with a model's own `resources` over it; CPUs
+    by default from what the job runs (bouquet_eval.job_cpus)."""
+    settings = {
+        "cpus": default_cpus(stage, config, model.entry if model else None),
+        **config["resources"][stage],
+    }
     own = (model.entry if model else {}).get("resources") or {}
     if any(key in own for key in GPU_TYPE_SETTINGS):
         for key in GPU_TYPE_SETTINGS:

@@ -57,11 +57,15 @@ class SacreBLEUMetric:
         return sentence if sentence == corpus else f"sentence {sentence}; corpus {corpus}"
 
     def statistics(self, rows: pd.DataFrame) -> list[list[Any]]:
-        if rows.empty:  # sacreBLEU would then record a variable number of references
-            return []
-        return self._sentence._extract_corpus_statistics(
-            rows["mt_text"].tolist(), [rows["ref_text"].tolist()]
-        )
+        # Sentence by sentence, as `sentence_score` extracts them. Given the whole list,
+        # sacreBLEU first builds the n-grams of every reference and keeps them all until the
+        # end, which costs about a quarter more CPU time than extracting and dropping them one
+        # sentence at a time (the statistics are the same).
+        extract = self._sentence._extract_corpus_statistics
+        return [
+            extract([hypothesis], [[reference]])[0]
+            for hypothesis, reference in zip(rows["mt_text"], rows["ref_text"], strict=True)
+        ]
 
     def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
         statistics = self.statistics(rows)

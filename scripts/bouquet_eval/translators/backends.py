@@ -6,7 +6,8 @@ follows from its `Backend` record here:
 - the configuration schema of its entries (`model_entry_schema`: which settings, their types
   and defaults, which are required);
 - which settings only change speed (`operational`), so that changing them makes nothing stale;
-- the environment its jobs need (`environment`: envs/<name>.yaml), and how many GPUs;
+- the environment its jobs need (`environment`: envs/<name>.yaml), how many GPUs and how many
+  CPUs (`cpus`, which decides how many jobs a local run overlaps);
 - what a translate job hands it besides its settings (`request_cache`, `takes_limit`).
 tests/test_backends.py checks each record against its translator's constructor (same names,
 same defaults) and against config/README.md.
@@ -62,6 +63,10 @@ class Backend:
     """The setting that says how many GPUs a job needs; None: `default_gpus`."""
     default_gpus: int = 0
     """GPUs when no setting says; 0 as well whenever its `device` setting is `cpu`."""
+    cpus: int = 1
+    """CPUs one of its translate jobs keeps busy (the job's threads, Slurm's CPUs per task): 1
+    for a translator that copies, reads files or waits on a server, so that a local run
+    overlaps its jobs; more where the CPU feeds a GPU or computes itself."""
     request_cache: bool = False
     """Its job hands it a folder where every paid answer is kept as it arrives."""
     takes_limit: bool = False
@@ -120,6 +125,8 @@ def _seq2seq(
         prompt_fn=prompt_fn,
         environment="hf",
         default_gpus=1,
+        # Tokenizing and batching for the GPU, or the model's own computation on the CPU.
+        cpus=4,
         hub_model=True,
     )
 
@@ -186,6 +193,8 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
             },
             environment="vllm",
             gpus_setting="tensor_parallel_size",
+            # The engine's scheduler, tokenizing and detokenizing run beside the GPU.
+            cpus=4,
             hub_model=True,
         ),
         "nllb": _seq2seq("NLLBTranslator", f"{_SEQ2SEQ}:nllb_prompt"),
@@ -320,6 +329,16 @@ def model_gpus(model: Mapping[str, Any]) -> int:
         return int(model["gpus"])
     backend = BACKENDS.get(model["translator"])
     return backend.gpus(backend_settings(model)) if backend else 0
+
+
+CUSTOM_TRANSLATOR_CPUS = 4
+"""A translator of one's own may compute on the CPU: its jobs ask for as many as a model's."""
+
+
+def model_cpus(model: Mapping[str, Any]) -> int:
+    """CPUs one translate job of this model asks for, unless the configuration says."""
+    backend = BACKENDS.get(model["translator"])
+    return backend.cpus if backend else CUSTOM_TRANSLATOR_CPUS
 
 
 def model_environment(model: Mapping[str, Any]) -> str:
