@@ -440,7 +440,8 @@ def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dat
     assert result.returncode == 1 and not result.stdout
     error, where = result.stderr.splitlines()
     assert error == (
-        "bouquet-eval: src_filter (directions.src_langs): unknown language code(s) ['xyz_Latn']"
+        f"bouquet-eval: {tmp_path / 'runs' / 'bad' / 'bouquet-eval.yaml'}: src_filter "
+        "(directions.src_langs): no direction of the dataset has language code(s) ['xyz_Latn']"
     )
     log = Path(where.removeprefix("bouquet-eval: run failed; Snakemake's full log: "))
     assert "WorkflowError" in log.read_text()

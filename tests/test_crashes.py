@@ -125,8 +125,9 @@ def test_no_second_run_beside_a_live_one_even_after_unlock(
         workflow.run("--unlock")
         second = beside(workflow, lambda: recorded(record).count("LOAD") > 1)
         assert second.returncode != 0
-        assert f"another run of this workflow is working in this folder ({who})" in (
-            second.stdout
+        assert (
+            f"another run of this workflow is working on the same outputs in this folder ({who})"
+            in (second.stdout)
         ), second.stdout
         assert recorded(record) == ["LOAD", first_direction]
         assert first.poll() is None, "the first run goes on"
