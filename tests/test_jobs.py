@@ -185,7 +185,9 @@ def test_jobs_that_need_little_cpu_overlap_on_two_cores(workflow: Workflow, data
     config = bounds_config(dataset, shards=2, models=[{"name": "c", "translator": "copy-source"}])
     del config["resources"]
     workflow.write_config(config)
-    output = workflow.run().stderr
+    # Jobs are shown one by one, and their ends, with a --quiet naming neither `rules` (the
+    # profile's quiet) nor `progress`.
+    output = workflow.run("--quiet", "host").stderr
     assert most_jobs_at_once(output, ("translate_", "score_")) == 2, output
 
 

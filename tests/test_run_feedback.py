@@ -154,6 +154,12 @@ def test_unusable_translations_are_named_in_the_last_line(
     # One job at a time, so that each job's output is followed by Snakemake's report of it.
     failed = workflow.run("translations", "--keep-going", "--cores", "1", check=False)
     assert failed.returncode != 0
+    # The console says which jobs failed and where their logs are.
+    for model in ("none", "surrogate"):
+        assert (
+            f"bouquet-eval: job translate_{model}_shard0of1 failed; its log: "
+            f"logs/{model}/translate/shard0of1.log; it ends: " in failed.stderr
+        ), failed.stderr
     lines = {model: last_log_line(workflow, model) for model in ("none", "surrogate")}
     prefix = "job failed: TranslationError: model {}, direction eng_Latn-deu_Latn: "
     assert lines["none"].endswith(

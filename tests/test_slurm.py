@@ -305,8 +305,10 @@ def test_cancelled_job_resumes_where_it_stopped(
     # GPUs asked for as --gres (sites without --gpus): Slurm still gives each job its own.
     config["models"][0]["resources"] = {"gres": f"gpu:{GPU_TYPE}"}
     workflow.write_config(config)
+    # Snakemake's report of each job, the cancellation among them, is in its log once --quiet
+    # no longer names `rules` (the profile's quiet).
     run = subprocess.Popen(
-        workflow.command("translations", *PROFILES),
+        workflow.command("translations", "--quiet", "progress", *PROFILES),
         env=workflow.environment(slurm.environment),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -424,7 +426,8 @@ def test_profile_installed_once_then_used_by_name(slurm: LocalSlurm, tmp_path: P
         str(workdir / "my.yaml"),
     ]
     plan = subprocess.run(
-        [*command[:3], "-n", *command[3:]],
+        # Each job with its resources, as --quiet without `rules` shows them.
+        [*command[:3], "-n", "--quiet", "progress", *command[3:]],
         cwd=REPOSITORY,
         env=environment,
         capture_output=True,

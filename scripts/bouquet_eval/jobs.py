@@ -110,3 +110,32 @@ def _job_secrets() -> frozenset[str]:
 def one_line(error: BaseException) -> str:
     """An error as a single line: its type and its message, whitespace runs made one space."""
     return " ".join(f"{type(error).__name__}: {error}".split())
+
+
+def failed_job_report(jobs: Iterable[Any]) -> list[str]:
+    """One line per failed job: which it is, its log, and the log's last line.
+
+    The workflow's profile keeps Snakemake's own job blocks off the console (`quiet: [rules]`:
+    thousands of paths per job at the benchmark's size), its error blocks with them; this says
+    what failed and where to look, for local and cluster jobs alike."""
+    lines = []
+    for job in sorted(jobs, key=str):
+        wildcards = ", ".join(f"{key}={value}" for key, value in job.wildcards_dict.items())
+        line = f"bouquet-eval: job {job.rule.name}{f' ({wildcards})' if wildcards else ''} failed"
+        logs = [Path(path) for path in job.log]
+        if logs:
+            line += f"; its log: {', '.join(map(str, logs))}"
+            last = _last_line(logs[0])
+            if last:
+                line += f"; it ends: {last}"
+        lines.append(line)
+    return lines
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None

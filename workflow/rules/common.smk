@@ -13,6 +13,7 @@ from bouquet_eval.config import ConfigError, job_name, literal_secrets
 from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.estimate import api_estimates
 from bouquet_eval.io import write_json
+from bouquet_eval.jobs import failed_job_report
 from bouquet_eval.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import AGGREGATES
@@ -100,6 +101,13 @@ if workflow.is_main_process:
         )
     elif (held := locked_by_a_live_run()) is not None:
         print(held, file=sys.stderr)
+
+
+onerror:
+    # Snakemake's error block of each job is hidden with the rest of its job blocks (the
+    # workflow profile's quiet): say which jobs failed and where their logs are.
+    for line in failed_job_report(workflow.scheduler.failed):
+        print(line, file=sys.stderr)
 
 
 onstart:
