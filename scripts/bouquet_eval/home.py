@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 HOME_VARIABLE = "BOUQUET_EVAL_HOME"
+"""Names the workflow's own files in configuration paths (`${BOUQUET_EVAL_HOME}/data/...`);
+an environment variable of that name, where set, wins."""
 
 
 def workflow_home() -> Path | None:

@@ -22,6 +22,7 @@ from bouquet_eval.config import ConfigError, expand_path, validate_config
 from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.environment import workflow_commit
+from bouquet_eval.home import HOME_VARIABLE
 from bouquet_eval.outputs import (
     aggregate_outputs,
     score_settings,
@@ -32,10 +33,6 @@ from bouquet_eval.secrets import secret_values, secret_variables
 from bouquet_eval.sharding import assign_shards, take_part
 from bouquet_eval.translate import translation_settings
 from bouquet_eval.translators.backends import model_gpus
-
-HOME_VARIABLE = "BOUQUET_EVAL_HOME"
-"""Names the workflow's own files in configuration paths (`${BOUQUET_EVAL_HOME}/data/...`);
-an environment variable of that name, where set, wins."""
 
 
 @dataclass(frozen=True)

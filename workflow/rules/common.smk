@@ -112,10 +112,9 @@ onerror:
 
 onstart:
     # A run with --nolock (`snakemake progress --nolock`) is meant to go beside another one.
+    jobs = list(workflow.dag.needrun_jobs())
     if workflow.execution_settings.lock:
-        outputs = {
-            path for job in workflow.dag.needrun_jobs() for path in job.output
-        }
+        outputs = {path for job in jobs for path in job.output}
         try:
             refuse_beside_live_runs(outputs)
         except RunningError as error:
@@ -123,9 +122,7 @@ onstart:
         register(COMMAND, outputs)
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
-    refuse_unset_api_keys(
-        config["models"], workflow.dag.needrun_jobs(), workflow.configfiles
-    )
+    refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
 
 
 # Paths are plain strings below: Snakemake handles many thousands of them at this scale.
@@ -236,8 +233,8 @@ def report_while_planning():
             print(estimate.line(), file=sys.stderr)
 
 
-CHECKED_STAMPS = {}
-"""Stamp -> its inputs, once checked: Snakemake may ask for a job's inputs more than once."""
+CHECKED_STAMPS = set()
+"""The stamps checked so far: Snakemake may ask for a job's inputs more than once."""
 
 
 def planned_stamp(model, job, outputs):
@@ -252,7 +249,7 @@ def planned_stamp(model, job, outputs):
             stale = check_job(stamp, outputs(), workflow.dryrun)
             if stale:
                 print(f"bouquet-eval: {describe(stale)}", file=sys.stderr)
-            CHECKED_STAMPS[stamp] = True
+            CHECKED_STAMPS.add(stamp)
         return stamp_input(stamp)
 
     return stamp_of_the_job
