@@ -161,6 +161,44 @@ def test_workflow_flags_reach_snakemake(tmp_path: Path) -> None:
     assert line[-2:] == ["--config", "directions={shard: 1/4}"] and "aggregates" not in line
 
 
+def test_configuration_files_given_to_snakemake_go_with_the_saved_one(tmp_path: Path) -> None:
+    """Snakemake keeps the last --configfile: one given after `--` is kept, before the saved
+    configuration, and appears once."""
+    extra = tmp_path / "resources.yaml"
+    extra.write_text("resources: {score: {mem_mb: 1000}}\n", encoding="utf-8")
+    arguments = cli.build_parser("run").parse_args([*VLLM, "--output-dir", "m"])
+    line = snakemake_arguments(
+        "run", arguments, tmp_path, tmp_path / "c.yaml", ["--configfile", str(extra), "-p"]
+    )
+    at_files = line.index("--configfile")
+    assert line.count("--configfile") == 1 and "-p" in line[:at_files]
+    assert line[at_files + 1 : at_files + 3] == [str(extra), str(tmp_path / "c.yaml")]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("models:\n  - name: a\n   translator: vllm\n", ", line 3, column 4: not valid YAML"),
+        ("dataset: {path: x\n", ", line 2, column 1: not valid YAML"),
+        ("- a\n- b\n", ": holds a list, not the mapping of settings"),
+    ],
+)
+@pytest.mark.parametrize("given", ["saved", "after --"])
+def test_a_broken_configuration_file_is_named_with_line_and_column(
+    tmp_path: Path, text: str, where: str, given: str
+) -> None:
+    folder = tmp_path / "runs" / "m"
+    folder.mkdir(parents=True)
+    broken = folder / SAVED_CONFIG if given == "saved" else tmp_path / "mine.yaml"
+    broken.write_text(text, encoding="utf-8")
+    extra = [] if given == "saved" else ["--", "--configfile", "mine.yaml"]
+    result = command(tmp_path, "run", *VLLM, "--output-dir", "runs/m", *extra)
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    shown = broken if given == "saved" else Path("mine.yaml")
+    assert line.startswith(f"bouquet-eval: {shown}{where}"), line
+
+
 def test_the_console_script_is_the_command_line_main() -> None:
     project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text(encoding="utf-8"))
     module, _, name = project["project"]["scripts"]["bouquet-eval"].partition(":")

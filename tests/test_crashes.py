@@ -4,10 +4,12 @@ those of a run that was never interrupted, with no direction translated more tha
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Workflow
+from .conftest import SNAKEFILE, Workflow
 from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:8]]
@@ -159,3 +161,77 @@ def beside(workflow: Workflow, working: Callable[[], bool]) -> subprocess.Comple
         time.sleep(0.1)
     output = process.stdout.read() if process.stdout else ""
     return subprocess.CompletedProcess(process.args, process.returncode, output)
+
+
+# Parses the workflow through Snakemake's API, as every snakemake command does first, and says
+# whether the process's environment and command line came out as they went in.
+PARSE_ONLY = """
+import json, os, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+environment, argv = dict(os.environ), list(sys.argv)
+snakefile, configfile, workdir = map(Path, sys.argv[1:4])
+with SnakemakeApi(OutputSettings()) as api:
+    api.workflow(
+        resource_settings=ResourceSettings(cores=1),
+        config_settings=ConfigSettings(configfiles=[configfile]),
+        snakefile=snakefile,
+        workdir=workdir,
+    ).list_rules()
+print(json.dumps({"environment": dict(os.environ) == environment, "argv": sys.argv == argv}))
+"""
+
+
+def files_under(folder: Path) -> dict[str, int]:
+    """Every file and when it was written, but for Snakemake's own records (its logs and
+    caches); its locks and the workflow's records are counted."""
+    snakemake = folder / ".snakemake"
+    counted = (snakemake / "locks", snakemake / "bouquet-eval")
+    return {
+        str(path): path.stat().st_mtime_ns
+        for path in folder.rglob("*")
+        if path.is_file()
+        and (snakemake not in path.parents or any(kept in path.parents for kept in counted))
+    }
+
+
+def test_parsing_and_dry_runs_leave_a_killed_runs_locks_the_run_removes_them(
+    workflow: Workflow, dataset: Path
+) -> None:
+    """Parsing writes nothing and changes neither the environment nor the command line; a dry
+    run leaves the locks a killed run left; the real run removes them and works."""
+    workflow.write_config(crash_config(dataset, workflow.workdir / "record.txt"))
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    runs = workflow.workdir / ".snakemake" / "bouquet-eval" / "runs"
+    runs.mkdir(parents=True)
+    (runs / f"{socket.gethostname()}-{ended.pid}.json").write_text(
+        json.dumps({"host": socket.gethostname(), "pid": ended.pid, "started": "1"})
+    )
+    lock = workflow.workdir / ".snakemake" / "locks" / "0.input.lock"
+    lock.parent.mkdir()
+    lock.write_text("runs/rec/eng_Latn-deu_Latn.jsonl\n")
+    before = files_under(workflow.workdir)
+
+    parsed = subprocess.run(
+        [sys.executable, "-c", PARSE_ONLY]
+        + [str(path) for path in (SNAKEFILE, workflow.config_path, workflow.workdir)]
+        # A secret-named setting on the command line: it stays there as it was given.
+        + ["api_key=sk-test-0123456789"],
+        env=workflow.environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(parsed.stdout.splitlines()[-1]) == {"environment": True, "argv": True}
+    assert files_under(workflow.workdir) == before
+
+    dry = workflow.run("--dry-run")
+    assert "removed the locks" not in dry.stderr
+    assert files_under(workflow.workdir) == before
+
+    real = workflow.run()
+    assert "removed the locks that a killed run left" in real.stderr, real.stderr
+    assert not lock.exists()
+    assert (workflow.workdir / "runs" / "rec" / "scores.csv").is_file()

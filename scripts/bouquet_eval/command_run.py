@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import yaml
 
 from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder, save
-from bouquet_eval.config import ConfigError
+from bouquet_eval.config import ConfigError, load_yaml
 from bouquet_eval.runs import COMMAND_VARIABLE
 from bouquet_eval.secrets import known_secrets, redact_command
 from bouquet_eval.selection import SELECTION_FILE_VARIABLE, Selection
@@ -90,10 +90,40 @@ def snakemake_arguments(
         arguments += ["--profile", profile_path(args.profile)]
     if args.dry_run:
         arguments.append("--dry-run")
-    arguments += [*extra, "--configfile", str(config_file)]
+    # Snakemake keeps the last --configfile given: files given after `--` go with the saved
+    # configuration, before it, so that the command's flags win.
+    rest, config_files = split_config_files(extra)
+    arguments += [*rest, "--configfile", *map(str, config_files), str(config_file)]
     if shard is not None:
         arguments += ["--config", f"directions={{shard: {shard}}}"]
     return arguments
+
+
+CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
+
+
+def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
+    """Snakemake's arguments given after `--` without their configuration files, and those
+    files, each checked: ConfigError names the file, and the line and column of a YAML error
+    (Snakemake's own message names neither)."""
+    rest: list[str] = []
+    files: list[Path] = []
+    taking = False  # whether the arguments are --configfile's values
+    for argument in extra:
+        option, equals, value = argument.partition("=")
+        if option in CONFIG_FILE_OPTIONS:
+            taking = not equals
+            files += [Path(value)] if equals else []
+        elif taking and not argument.startswith("-"):
+            files.append(Path(argument))
+        else:
+            taking = False
+            rest.append(argument)
+    for path in files:
+        if not path.is_file():
+            raise ConfigError(f"{path}: configuration file not found")
+        load_yaml(path)
+    return rest, files
 
 
 def call_snakemake(arguments: list[str]) -> int:
@@ -130,6 +160,7 @@ def run_command(
     try:
         folder = model_folder(args.output_dir)
         config = build_config(command, args, folder)
+        split_config_files(extra)
     except ConfigError as error:
         print(f"bouquet-eval: {error}", file=sys.stderr)
         return 1

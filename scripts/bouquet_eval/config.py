@@ -182,6 +182,20 @@ _VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        loaded = yaml.safe_load(handle)
-    return loaded if loaded is not None else {}
+    """The mapping a YAML file holds (an empty file holds none); ConfigError naming the file,
+    and the line and column of a syntax error, when it holds no mapping."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML: {error.problem}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(
+            f"{path}: holds a {type(loaded).__name__}, not the mapping of settings "
+            "(`key: value` lines at its top level) a configuration is"
+        )
+    return loaded

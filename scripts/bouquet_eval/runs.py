@@ -14,8 +14,8 @@ for the manifest its jobs write) and until it exits:
 - runs recorded on another machine (a shared filesystem) are never presumed dead: where one
   has ended, its record is deleted by hand, as the messages say.
 Snakemake checks its locks right after planning, before any hook of the workflow runs, so the
-locks of dead runs are removed while the workflow is parsed; everything else happens when the
-run starts (`onstart`).
+locks of dead runs are removed while Snakemake plans a real run (the workflow's first input
+function); everything else happens when the run starts (`onstart`).
 """
 
 from __future__ import annotations

@@ -30,11 +30,10 @@ from bouquet_eval.secrets import redact_command
 from bouquet_eval.selection import announce as announce_selection
 from bouquet_eval.translators.backends import model_environment
 
-# Parsing this file writes nothing and changes no environment variable, but for the two things
-# Snakemake does before any hook (a killed run's locks, the command line it prints); what a run
-# does once happens in `onstart` (below), and whether existing outputs are current is decided
-# while Snakemake builds its plan (the stamps, see bouquet_eval.currency). docs/design.md says
-# why.
+# Parsing this file writes nothing and changes no environment variable. What the main process
+# does once happens while Snakemake plans the run (`once_while_planning`: the jobs' PYTHONPATH,
+# a killed run's locks, a dry run's warnings; the stamps that say whether existing outputs are current, see
+# bouquet_eval.currency) and when the run starts (`onstart`). docs/design.md says why.
 
 # The embedded default: the bundled sample, unless a configuration file is given.
 if not workflow.overwrite_configfiles:
@@ -92,15 +91,6 @@ if workflow.is_main_process:
             "variables and name them in a setting ending in _env (see config/README.md).",
             file=sys.stderr,
         )
-    # Snakemake checks its locks before any hook of the workflow runs: the locks a killed run
-    # left are removed here, so that rerunning the same command works (bouquet_eval.runs).
-    if remove_stale_locks():
-        print(
-            "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
-            file=sys.stderr,
-        )
-    elif (held := locked_by_a_live_run()) is not None:
-        print(held, file=sys.stderr)
 
 
 onerror:
@@ -215,22 +205,35 @@ def provided_translations(model, directions):
     return [str(model.provided_file(d)) for d in directions if model.provided]
 
 
-PLANNING_REPORTED = []
-"""Whether the run has said what it says once Snakemake builds its plan."""
+PLANNED = []
+"""Whether the main process has done what it does once Snakemake plans the run."""
 
 
-def report_while_planning():
-    """What a dry run says once, from the first input function Snakemake evaluates: only then
-    does it know whether this is a dry run (parsing comes first, and no hook runs in one).
-    """
-    if PLANNING_REPORTED or not workflow.is_main_process:
-        return
-    PLANNING_REPORTED.append(True)
+def once_while_planning(wildcards=None):
+    """What the main process does once, from the first input function Snakemake evaluates (it
+    adds no input). Planning is the only moment Snakemake leaves between parsing, when it does
+    not yet know whether this is a dry run, and its check of the locks, which comes before any
+    hook of the workflow (docs/design.md)."""
+    if PLANNED or not workflow.is_main_process:
+        return []
+    PLANNED.append(True)
+    give_jobs_the_package()
     if workflow.dryrun:
         warn_of_unset_api_keys(config["models"])
         # What the API models will send, and cost (bouquet_eval.estimate).
         for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
             print(estimate.line(), file=sys.stderr)
+    # Runs that execute jobs have execution settings (a report has none).
+    elif workflow.execution_settings is not None and workflow.execution_settings.lock:
+        # So that rerunning the command works after a crash (bouquet_eval.runs).
+        if remove_stale_locks():
+            print(
+                "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
+                file=sys.stderr,
+            )
+        elif (held := locked_by_a_live_run()) is not None:
+            print(held, file=sys.stderr)
+    return []
 
 
 CHECKED_STAMPS = set()
@@ -244,7 +247,7 @@ def planned_stamp(model, job, outputs):
     stamp = stamp_path(model.folder, job)
 
     def stamp_of_the_job(wildcards):
-        report_while_planning()
+        once_while_planning()
         if workflow.is_main_process and stamp not in CHECKED_STAMPS:
             stale = check_job(stamp, outputs(), workflow.dryrun)
             if stale:

@@ -2,6 +2,8 @@
 # (HF_HUB_OFFLINE=1): `snakemake prefetch` fetches the dataset, the hub models of the
 # translators and the metric models, each at its revision, into the Hugging Face cache.
 rule prefetch:
+    input:
+        once_while_planning,
     log:
         "logs/prefetch.log",
     conda:

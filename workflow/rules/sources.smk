@@ -2,8 +2,9 @@
 # or, when another workflow uses it as a module read from git (snakedeploy's `github(...)`
 # declaration, or `gitlab(...)`), a copy of the repository at the module's commit, made
 # once under .snakemake/ in the working directory and shared by the jobs. Its package
-# (scripts/bouquet_eval) goes first on sys.path and PYTHONPATH, so that this process and every
-# job it starts import the workflow's own code, whatever the environment has installed.
+# (scripts/bouquet_eval) goes first on sys.path, and on the PYTHONPATH of the jobs once the run
+# is planned, so that this process and every job it starts import the workflow's own code,
+# whatever the environment has installed.
 import os
 import shutil
 import sys
@@ -47,7 +48,14 @@ def workflow_sources(rules_folder):
 REPOSITORY, SOURCES_COMMIT = workflow_sources(workflow.current_basedir)
 PACKAGE_ROOT = str(REPOSITORY / "scripts")
 sys.path.insert(0, PACKAGE_ROOT)
-INHERITED_PYTHONPATH = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-os.environ.update(
-    PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, *filter(None, INHERITED_PYTHONPATH)])
-)
+
+
+def give_jobs_the_package():
+    """Put the package first on the PYTHONPATH that jobs inherit: a job unpickles its plan
+    before any line of its script runs, so its environment must find the package; called
+    once Snakemake plans the run (common.smk), as a module's `onstart` is never run."""
+    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if inherited[0] != PACKAGE_ROOT:
+        os.environ.update(
+            PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, *filter(None, inherited)])
+        )

@@ -31,6 +31,8 @@ rule submission:
 # No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
 # first (a received submission has no scored files, which would otherwise be recomputed).
 rule verify_model:
+    input:
+        once_while_planning,
     output:
         OUTPUT_DIR / "{model}" / "verification.csv",
     log:
