@@ -29,6 +29,15 @@ module bouquet:
 
 
 use rule * from bouquet
+
+
+# Snakemake runs the handlers of the main Snakefile only: the module's are called from it.
+onstart:
+    bouquet.onstart()
+
+
+onerror:
+    bouquet.onerror()
 """
 
 
@@ -105,6 +114,10 @@ def test_the_demo_through_a_module_declaration(
     (host / "Snakefile").write_text(HOST_SNAKEFILE.format(snakefile=SNAKEFILE))
     run_demo(python_without_the_package, host)
     check_demo_outputs(host, REPOSITORY)
+    # The module's onstart recorded the run: its command line is in the manifest.
+    manifest = json.loads((host / "runs" / "reference" / "manifest.json").read_text())
+    (entry,) = manifest["entries"]
+    assert entry["command"][-2:] == ["--config", "shards=1"], entry["command"]
 
 
 GITHUB_URL = "https://github.com/bouquet-tests/bouquet-eval"
