@@ -4,6 +4,7 @@ workflow through it, as the original tool's README writes its commands."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -313,6 +314,10 @@ def test_the_same_command_again_does_only_what_is_missing(tmp_path: Path, datase
     failed = command(tmp_path, *flags)
     assert failed.returncode == 1
     assert "simulated failure on eng_Latn-fra_Latn" in failed.stderr
+    # The failed job, named with its log, as the workflow's own error handler says it.
+    assert re.search(
+        r"^bouquet-eval: job translate_flaky_\S+ failed; its log: ", failed.stderr, re.M
+    )
     assert "bouquet-eval: run failed; Snakemake's full log: " in failed.stderr
     assert recorded(record) == ["LOAD", "eng_Latn-deu_Latn"]
     fault.unlink()

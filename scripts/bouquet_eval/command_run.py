@@ -322,15 +322,17 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
 
 
 def _failure_lines(log: Path, shown: int = 12) -> list[str]:
-    """What the log says went wrong: the workflow's messages, each failed job's one-line
-    reason and Snakemake's "Error in rule" lines (the job's log follows them in the log)."""
-    found = []
+    """What the log says went wrong, each line once: the workflow's messages (among them each
+    failed job with its log), the jobs' errors and Snakemake's "Error in rule" lines (shown
+    when a --quiet of one's own lets Snakemake print its job blocks)."""
+    found: dict[str, None] = {}
     for line in log.read_text("utf-8", errors="replace").splitlines():
-        if " ERROR bouquet_eval: " in line:
-            found.append("bouquet-eval: " + line.split(" ERROR bouquet_eval: ", 1)[1])
-        elif line.startswith(("Error in rule", "bouquet-eval:")) and " selected (" not in line:
-            found.append(line)
-    return found[-shown:]
+        if line.startswith(("Error in rule", "bouquet-eval:")):
+            if " selected (" not in line:
+                found[line] = None
+        elif " ERROR bouquet_eval: " in line:
+            found["bouquet-eval: " + line.split(" ERROR bouquet_eval: ", 1)[1]] = None
+    return list(found)[-shown:]
 
 
 def scores_line(model: str, summary: Path) -> str:
