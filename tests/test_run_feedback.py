@@ -158,7 +158,7 @@ def test_unusable_translations_are_named_in_the_last_line(
     for model in ("none", "surrogate"):
         assert (
             f"bouquet-eval: job translate_{model}_shard0of1 failed; its log: "
-            f"logs/{model}/translate/shard0of1.log; it ends: " in failed.stderr
+            f"{workflow.workdir}/logs/{model}/translate/shard0of1.log; it ends: " in failed.stderr
         ), failed.stderr
     lines = {model: last_log_line(workflow, model) for model in ("none", "surrogate")}
     prefix = "job failed: TranslationError: model {}, direction eng_Latn-deu_Latn: "

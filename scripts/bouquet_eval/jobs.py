@@ -122,7 +122,8 @@ def failed_job_report(jobs: Iterable[Any]) -> list[str]:
     for job in sorted(jobs, key=str):
         wildcards = ", ".join(f"{key}={value}" for key, value in job.wildcards_dict.items())
         line = f"bouquet-eval: job {job.rule.name}{f' ({wildcards})' if wildcards else ''} failed"
-        logs = [Path(path) for path in job.log]
+        # Absolute: the run's working directory (-d) need not be where the command was typed.
+        logs = [Path(path).absolute() for path in job.log]
         if logs:
             line += f"; its log: {', '.join(map(str, logs))}"
             last = _last_line(logs[0])
