@@ -55,8 +55,7 @@ TIMING_DIR = ".timing"
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
-    """What in a model entry decides its translations, with real values (never write it out
-    without `secrets.redact`).
+    """What in a model entry decides its translations.
 
     Settings that only change speed (a backend's `operational` ones) are left out, so that
     raising an API's concurrency, say, does not make finished translations stale.
@@ -88,7 +87,6 @@ def translate_model(
     dataset: DatasetSource,
     output_dir: Path,
     limit: int | None = None,
-    secrets: frozenset[str] = frozenset(),
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model entry of the workflow configuration.
@@ -98,7 +96,7 @@ def translate_model(
     from bouquet_eval.plan import plan_model
 
     translate_planned(
-        plan_model(model, output_dir, limit), directions, dataset, limit, secrets, stall_timeout
+        plan_model(model, output_dir, limit), directions, dataset, limit, stall_timeout
     )
 
 
@@ -107,7 +105,6 @@ def translate_planned(
     directions: Sequence[Direction],
     dataset: DatasetSource,
     limit: int | None = None,
-    secrets: frozenset[str] = frozenset(),
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
@@ -140,7 +137,6 @@ def translate_planned(
         dict(model.translation_settings),
         limit,
         None if model.provided is None else partial(provided_file, model.provided),
-        secrets,
         describe_environment,
         stall_timeout,
     )
@@ -169,7 +165,6 @@ def translate_directions(
     settings: dict[str, Any],
     limit: int | None = None,
     provided: Callable[[Direction], Path] | None = None,
-    secrets: frozenset[str] = frozenset(),
     describe_environment: Callable[[], dict[str, Any]] = lambda: job_environment(False),
     stall_timeout: float | None = None,
 ) -> None:
@@ -182,7 +177,7 @@ def translate_directions(
     once the translator is ready, says what the job runs with, for the manifest. Errors name
     the model, taken to be the name of `output_dir`.
     """
-    work = directions_to_translate(directions, dataset, output_dir, settings, provided, secrets)
+    work = directions_to_translate(directions, dataset, output_dir, settings, provided)
     if not work:
         return
     translator, prompt_fn = _start(make_translator, directions)
@@ -240,7 +235,6 @@ def directions_to_translate(
     output_dir: Path,
     settings: dict[str, Any],
     provided: Callable[[Direction], Path] | None,
-    secrets: frozenset[str],
 ) -> list[Work]:
     """The directions whose translations are neither current nor restorable from the cache
     (those are restored here), in order."""
@@ -253,7 +247,6 @@ def directions_to_translate(
             settings,
             dataset.file(direction),
             None if provided is None else provided(direction),
-            secrets,
         )
         output.remove_stray_temporaries()
         progress = f"[{position}/{total}] {direction}"

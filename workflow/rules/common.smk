@@ -9,7 +9,7 @@ from bouquet_eval.checks import (
     stop_planning,
     warn_of_unset_api_keys,
 )
-from bouquet_eval.config import ConfigError, job_name, literal_secrets
+from bouquet_eval.config import ConfigError, job_name
 from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.estimate import api_estimates
 from bouquet_eval.io import write_json
@@ -30,8 +30,8 @@ from bouquet_eval.secrets import redact_command
 from bouquet_eval.selection import announce as announce_selection
 from bouquet_eval.translators.backends import model_environment
 
-# Parsing this file writes nothing and changes no environment variable, but for the two things
-# Snakemake does before any hook (a killed run's locks, the command line it prints); what a run
+# Parsing this file writes nothing and changes no environment variable, but for what Snakemake
+# does before any hook (a killed run's locks); what a run
 # does once happens in `onstart` (below), and whether existing outputs are current is decided
 # while Snakemake builds its plan (the stamps, see bouquet_eval.currency). docs/design.md says
 # why.
@@ -76,22 +76,12 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
-# The run's command line as the manifest records it.
+# The run's command line as the manifest records it. Snakemake prints it (its banner, its log
+# under .snakemake/log/) only once the workflow is parsed, and so never with a --config item
+# holding a secret: load_plan stops such a run (bouquet_eval.secrets).
 COMMAND = redact_command(command_line(), PLAN.secrets())
 
 if workflow.is_main_process:
-    # Snakemake prints sys.argv in its banner and its log under .snakemake/log/ before any hook
-    # of the workflow runs; it has been parsed by now, and jobs are started from the parsed
-    # settings, so the redacted command line takes its place.
-    sys.argv[:] = COMMAND
-    for location in literal_secrets(config):
-        print(
-            f"bouquet-eval: warning: the configuration holds a literal value at '{location}'. "
-            "Snakemake copies the configuration into the job scripts it writes under "
-            ".snakemake/scripts/, which a killed run leaves behind: keep secrets in environment "
-            "variables and name them in a setting ending in _env (see config/README.md).",
-            file=sys.stderr,
-        )
     # Snakemake checks its locks before any hook of the workflow runs: the locks a killed run
     # left are removed here, so that rerunning the same command works (bouquet_eval.runs).
     if remove_stale_locks():
