@@ -56,7 +56,7 @@ class ModelPlan:
 
     name: str
     entry: Mapping[str, Any]
-    """The configuration's entry, its `path` expanded (real values: redact before writing)."""
+    """The configuration's entry, its `path` expanded."""
     folder: Path
     """Where its outputs go."""
     translation_settings: Mapping[str, Any]
