@@ -17,6 +17,7 @@ import pytest
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
 from bouquet_eval.currency import FileState, ResumableOutput, _sha256, settings_digest
+from bouquet_eval.data import resolve_dataset
 from bouquet_eval.io import write_jsonl
 from bouquet_eval.secrets import (
     REDACTED,
@@ -25,11 +26,11 @@ from bouquet_eval.secrets import (
     redact_command,
     refuse_secrets,
 )
-from bouquet_eval.translate import translation_settings
+from bouquet_eval.translate import translate_model, translation_settings
 from bouquet_eval.translators import import_object
 from bouquet_eval.translators.backends import BACKENDS
 
-from .conftest import REPOSITORY
+from .conftest import REPOSITORY, SAMPLE
 
 SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -106,6 +107,14 @@ def test_settings_that_hold_no_secret_pass() -> None:
         ),
         ENVIRON,
     )  # fmt: skip
+
+
+def test_a_model_entry_given_by_hand_holds_no_secret(tmp_path: Path) -> None:
+    dataset = resolve_dataset({"path": str(SAMPLE)})
+    entry = {"translator": "a.b:C", "translator_kwargs": {"api_key": "sk-1"}}
+    with pytest.raises(ConfigError, match=r"^translator_kwargs\.api_key holds a value under a"):
+        translate_model(entry, dataset.directions(), dataset, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_recorded_command_line_has_known_secrets_scrubbed() -> None:

@@ -25,6 +25,7 @@ from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.outputs import translation_output
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
+from bouquet_eval.secrets import refuse_secrets
 from bouquet_eval.stream import Flight, translation_stream
 from bouquet_eval.translators import (
     BatchError,
@@ -95,6 +96,8 @@ def translate_model(
     """
     from bouquet_eval.plan import plan_model
 
+    # An entry given by hand holds no secret either: its settings are written as they are.
+    refuse_secrets(model)
     translate_planned(
         plan_model(model, output_dir, limit), directions, dataset, limit, stall_timeout
     )
