@@ -491,6 +491,39 @@ def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dat
     assert error in log.read_text() and "Traceback" not in log.read_text()
 
 
+def test_a_secret_in_the_flags_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    secret = "sk-flag-secret-0001"
+    kwargs = f'{{"record": "r.txt", "api_key": "{secret}"}}'
+    own = ("run", "--translator", "recording:RecordingTranslator", "--translator-kwargs", kwargs)
+    for dry_run in ((), ("--dry-run",)):
+        result = command(tmp_path, *own, "--all", *dry_run, "--output-dir", "runs/mine")
+        assert result.returncode == 1 and not result.stdout
+        assert result.stderr.startswith(
+            "bouquet-eval: models[0].translator_kwargs.api_key holds a value under a secret "
+            "name: the configuration never holds a secret"
+        ), result.stderr
+        assert secret not in result.stderr and len(result.stderr.splitlines()) == 1
+    # The value of the variable that the model's api_key_env names, in another flag.
+    result = command(
+        tmp_path, "translate", "--backend", "openai", "--model", "m", "--api-key-env", "MY_KEY",
+        "--system-prompt", f"Never say {secret}.", "--all", "--output-dir", "runs/mine",
+        env={"MY_KEY": secret},
+    )  # fmt: skip
+    assert result.stderr.startswith(
+        "bouquet-eval: models[0].system_prompt holds the value of the secret variable MY_KEY: "
+    ), result.stderr
+    assert not (tmp_path / "runs").exists()
+    # A configuration saved by an earlier command is named.
+    saved = tmp_path / "runs" / "mine" / SAVED_CONFIG
+    saved.parent.mkdir(parents=True)
+    earlier = {"name": "mine", "translator": "x:Y", "translator_kwargs": {"password": "p"}}
+    saved.write_text(yaml.safe_dump({"models": [earlier]}))
+    result = command(tmp_path, "score", "--all", "--output-dir", "runs/mine")
+    assert result.stderr.startswith(
+        f"bouquet-eval: {saved}: models[0].translator_kwargs.password holds a value under"
+    ), result.stderr
+
+
 def test_translate_through_an_openai_compatible_endpoint(tmp_path: Path, dataset: Path) -> None:
     """The original quick start, against a local server that speaks the protocol."""
     with ChatServer() as server:

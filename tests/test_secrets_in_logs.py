@@ -44,39 +44,37 @@ def test_a_translator_that_fails_with_its_key_leaks_it_nowhere(
     assert files_holding(workflow.workdir, key) == []
 
 
-def test_secrets_given_on_the_command_line_are_recorded_redacted(
+def test_a_secret_given_on_the_command_line_stops_the_run_before_it_is_logged(
     workflow: Workflow, dataset: Path
 ) -> None:
-    secrets = ("hunter2xyz", "ZZZTOP987", "has space inside")
+    """Snakemake prints its command line (banner, .snakemake/log/) once the workflow is parsed,
+    and parsing stops at a secret in the configuration, --config items included."""
+    secret = "hunter2xyz"
     models = (
         "models=[{name: cli, translator: faults:EchoTranslator, translator_kwargs: {"
-        'password: hunter2xyz, headers: {"Authorization":"Bearer ZZZTOP987"}, '
-        'client_secret: "has space inside", pad_token: "<pad>", eos_token_id: 2}}]'
+        f'headers: {{"Authorization": "Bearer {secret}"}}, pad_token: "<pad>"}}}}]'
     )
     workflow.write_config(bounds_config(dataset, directions={"list": [DEU]}))
-    run = workflow.run("--config", models)
-    manifest = json.loads((workflow.workdir / "runs" / "cli" / "manifest.json").read_text())
-    entry = manifest["entries"][0]
-    # The recorded command still reads as the command that was run.
-    assert entry["command"][-4:-2] == [
-        "--config",
-        "models=[{name: cli, translator: faults:EchoTranslator, translator_kwargs: {"
-        'password: <redacted>, headers: {"Authorization":"<redacted>"}, '
-        'client_secret: "<redacted>", pad_token: "<pad>", eos_token_id: 2}}]',
-    ]
-    settings = entry["model"]["settings"]
-    assert settings["pad_token"] == "<pad>" and settings["eos_token_id"] == "2"
-    # Literal secrets are warned about; the tokenizer's settings are no secrets.
-    assert "literal value at 'models[0].translator_kwargs.password'" in run.stderr
-    assert "literal value at 'models[0].translator_kwargs.pad_token'" not in run.stderr
-    assert "literal value at 'models[0].translator_kwargs.eos_token_id'" not in run.stderr
-    # Nor in Snakemake's banner, on the console and in its own log.
+    stopped = workflow.run("--config", models, check=False)
+    assert stopped.returncode == 1
+    # No file is named: the configuration file does not hold the key.
+    assert (
+        "\nbouquet-eval: models[0].translator_kwargs.headers.Authorization holds a value under a "
+        "secret name: the configuration never holds a secret"
+    ) in stopped.stderr
+    assert secret not in stopped.stdout + stopped.stderr
+    assert files_holding(workflow.workdir, secret) == []
+    # Snakemake had opened its log: the command line never reached it.
     (snakemake_log,) = (workflow.workdir / ".snakemake" / "log").glob("*.snakemake.log")
-    assert "password: <redacted>" in snakemake_log.read_text()
-    for secret in secrets:
-        assert secret not in run.stdout + run.stderr, secret
-        for folder in ("runs", "logs", ".snakemake/log"):
-            assert files_holding(workflow.workdir / folder, secret) == [], secret
+    assert "--config" not in snakemake_log.read_text()
+    # The same item without the secret runs (the tokenizer's setting is no secret),
+    run = workflow.run("--config", models.replace(f'"Authorization": "Bearer {secret}"', "n: 1"))
+    assert "bouquet-eval: models[0]" not in run.stderr
+    # whose command line Snakemake logs, once the workflow is parsed.
+    logged = [path.read_text() for path in (workflow.workdir / ".snakemake" / "log").iterdir()]
+    assert sum("--config" in text for text in logged) == 1
+    manifest = json.loads((workflow.workdir / "runs" / "cli" / "manifest.json").read_text())
+    assert manifest["entries"][0]["model"]["settings"]["pad_token"] == "<pad>"
 
 
 STOPPED = textwrap.dedent(

@@ -17,7 +17,6 @@ from bouquet_eval.data import Direction
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.prompt import language_name
 from bouquet_eval.runs import RUNS, RunningError, _start_time, refuse_beside_live_runs, register
-from bouquet_eval.secrets import REDACTED, redact, redact_command
 from bouquet_eval.sharding import assign_shards, shard_index
 from bouquet_eval.stats import Resampling
 from bouquet_eval.translators import load_prompt_fn, load_translator
@@ -61,32 +60,6 @@ def test_shards_are_stable_and_independent_of_the_selection() -> None:
     assert assign_shards(everything, "per-direction") == {d.name: [d] for d in sorted(everything)}
     with pytest.raises(ValueError):
         assign_shards(everything, 0)
-
-
-def test_redaction() -> None:
-    settings = {
-        "model": "m",
-        "api_key": "k",
-        "api_key_env": "OPENAI_API_KEY",
-        "headers": {"Authorization": "Bearer x"},
-        "hf_token": "t",
-        "items": [{"secret": 1}],
-    }
-    assert redact(settings) == {
-        "model": "m",
-        "api_key": REDACTED,
-        "api_key_env": "OPENAI_API_KEY",
-        "headers": {"Authorization": REDACTED},
-        "hf_token": REDACTED,
-        "items": [{"secret": REDACTED}],
-    }
-    command = ["snakemake", "--config", "api_key=sk-1", 'models=[{"token": "abc", "x": 1}]']
-    assert redact_command(command) == [
-        "snakemake",
-        "--config",
-        f"api_key={REDACTED}",
-        f'models=[{{"token": "{REDACTED}", "x": 1}}]',
-    ]
 
 
 def write_text(text: str):

@@ -279,22 +279,30 @@ def test_direction_filters(workflow: Workflow, dataset: Path) -> None:
     assert not (workflow.workdir / "runs" / "reference" / "scores.csv").exists()
 
 
-def test_secrets_stay_out_of_outputs(workflow: Workflow, dataset: Path) -> None:
+def test_a_secret_in_the_configuration_stops_the_run(workflow: Workflow, dataset: Path) -> None:
+    """Under a secret name, or as the value of a variable that holds one: nothing runs."""
     secret = "sk-this-must-not-leak-123"
     record = workflow.workdir / "record.txt"
-    workflow.write_config(
-        bounds_config(
-            dataset,
-            directions={"list": ["eng_Latn-fra_Latn"]},
-            models=[recording_model("rec", record, api_key=secret)],
+    for kwargs, key, environment in [
+        ({"api_key": secret}, "api_key", {}),
+        ({"token_env": "MY_KEY", "note": secret}, "note", {"MY_KEY": secret}),
+    ]:
+        workflow.write_config(
+            bounds_config(
+                dataset,
+                directions={"list": ["eng_Latn-fra_Latn"]},
+                models=[recording_model("rec", record, **kwargs)],
+            )
         )
-    )
-    workflow.run()
-    for path in (workflow.workdir / "runs").rglob("*"):
-        if path.is_file():
-            assert secret.encode() not in path.read_bytes(), path
-    manifest = json.loads((workflow.workdir / "runs" / "rec" / "manifest.json").read_text())
-    assert manifest["entries"][0]["model"]["settings"]["api_key"] == "<redacted>"
+        stopped = workflow.run(check=False, env=environment)
+        assert stopped.returncode == 1
+        (told,) = [line for line in stopped.stderr.splitlines() if "bouquet-eval:" in line]
+        assert told.startswith(
+            f"bouquet-eval: {workflow.config_path}: models[0].translator_kwargs.{key} holds "
+        ), stopped.stderr
+        assert "name that variable in the model's api_key_env" in stopped.stderr
+        assert "Traceback" not in stopped.stderr and secret not in stopped.stderr
+        assert not record.exists() and not (workflow.workdir / "runs").exists()
 
 
 def test_dry_run_without_network(workflow: Workflow, dataset: Path) -> None:

@@ -373,14 +373,14 @@ def manifest_entry(
     workflow: dict[str, Any] | None,
     command: list[str] | None,
 ) -> dict[str, Any]:
-    """What produced the outputs; `config` and `model_settings` must already be redacted.
+    """What produced the outputs (the configuration and settings hold no secret).
 
     The configuration is recorded with this model's entry alone: a model's files, and the
     submission made of them, carry no other model's settings.
 
     `environments`: per stage (translate, score), what its jobs ran with (package versions,
     GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit;
-    `command`: the run's command line, redacted.
+    `command`: the run's command line, known secrets scrubbed.
     """
     from importlib.metadata import version
 

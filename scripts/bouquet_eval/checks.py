@@ -28,9 +28,14 @@ KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYW
 def stop_planning(error: ConfigError, configfiles: Sequence[str | Path]) -> NoReturn:
     """End the run with one line, `bouquet-eval: <file>: <error>`: no traceback, and no wrapper
     of Snakemake's pointing at the workflow's own source, which is not what needs fixing."""
-    source = None if error.key is None else file_of_key(error.key, configfiles)
-    print(f"bouquet-eval: {f'{source}: ' if source else ''}{error}", file=sys.stderr, flush=True)
+    print(error_line(error, configfiles), file=sys.stderr, flush=True)
     raise SystemExit(1)
+
+
+def error_line(error: ConfigError, configfiles: Sequence[str | Path]) -> str:
+    """`bouquet-eval: <file>: <error>`, the file that set the key at fault named if one did."""
+    source = None if error.key is None else file_of_key(error.key, configfiles, error.key_is_set)
+    return f"bouquet-eval: {f'{source}: ' if source else ''}{error}"
 
 
 def key_parts(key: str) -> list[str | int]:
@@ -43,10 +48,11 @@ def key_parts(key: str) -> list[str | int]:
     return parts
 
 
-def file_of_key(key: str, configfiles: Sequence[str | Path]) -> Path | None:
+def file_of_key(key: str, configfiles: Sequence[str | Path], whole: bool = False) -> Path | None:
     """The configuration file that gave `key` its value: of the files that hold the longest
-    part of its path, the last one, as later files override earlier ones. None when no file
-    holds even its first part (a default, or a --config item)."""
+    part of its path (`whole`: all of it), the last one, as later files override earlier ones.
+    None when no file holds even its first part (a default, or a --config item)."""
+    parts = key_parts(key)
     best: tuple[int, Path | None] = (0, None)
     for path in map(Path, configfiles):
         try:
@@ -54,12 +60,12 @@ def file_of_key(key: str, configfiles: Sequence[str | Path]) -> Path | None:
         except (OSError, yaml.YAMLError):
             continue
         depth = 0
-        for part in key_parts(key):
+        for part in parts:
             if not holds(node, part):
                 break
             node = node[part]
             depth += 1
-        if depth and depth >= best[0]:
+        if depth and depth >= best[0] and (depth == len(parts) or not whole):
             best = (depth, path)
     return best[1]
 

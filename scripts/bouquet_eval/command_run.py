@@ -25,10 +25,11 @@ from typing import Any, TextIO
 
 import yaml
 
+from bouquet_eval.checks import error_line
 from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder, save
 from bouquet_eval.config import ConfigError, load_yaml
 from bouquet_eval.runs import COMMAND_VARIABLE
-from bouquet_eval.secrets import known_secrets, redact_command
+from bouquet_eval.secrets import known_secrets, redact_command, refuse_secrets
 from bouquet_eval.selection import SELECTION_FILE_VARIABLE, Selection
 from bouquet_eval.translate import duration
 
@@ -157,12 +158,17 @@ def run_command(
             file=sys.stderr,
         )
         return 1
+    earlier: list[Path] = []  # the configuration saved by an earlier command, once known
     try:
         folder = model_folder(args.output_dir)
+        earlier.append(folder / SAVED_CONFIG)
         config = build_config(command, args, folder)
+        # Before the configuration is printed or saved: the flags, or the configuration saved
+        # by an earlier command, may hold a secret.
+        refuse_secrets(config)
         split_config_files(extra)
     except ConfigError as error:
-        print(f"bouquet-eval: {error}", file=sys.stderr)
+        print(error_line(error, earlier), file=sys.stderr)
         return 1
     # A translator or prompt function of one's own may live where the command was started.
     _importable_from(Path.cwd())

@@ -18,11 +18,14 @@ class ConfigError(ValueError):
 
     `key`: where in the configuration, as `models[1].translator_kwargs.temperature`, when one
     key is at fault; the file that set it is then named (see checks.stop_planning).
+    `key_is_set`: the key holds the value at fault (rather than lacking one), so only a file
+    that holds the whole key can have set it; none does when a --config item did.
     """
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    def __init__(self, message: str, key: str | None = None, key_is_set: bool = False) -> None:
         super().__init__(message)
         self.key = key
+        self.key_is_set = key_is_set
 
 
 def _fill_defaults(validator_class: type[Any]) -> type[Any]:
@@ -138,25 +141,6 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             "invalid configuration at 'compare': the baseline is not among its models"
         )
     return config
-
-
-def literal_secrets(config: Any, location: str = "") -> list[str]:
-    """Where the configuration holds a literal value under a secret name (see
-    `secrets.is_secret_name`): such values reach Snakemake's job scripts."""
-    from bouquet_eval.secrets import is_secret_name
-
-    found = []
-    if isinstance(config, Mapping):
-        for key, value in config.items():
-            here = f"{location}.{key}" if location else str(key)
-            if is_secret_name(str(key)) and value not in (None, ""):
-                found.append(here)
-            else:
-                found += literal_secrets(value, here)
-    elif isinstance(config, list):
-        for index, value in enumerate(config):
-            found += literal_secrets(value, f"{location}[{index}]")
-    return found
 
 
 def expand_path(value: str | os.PathLike[str], extra: Mapping[str, str] | None = None) -> Path:

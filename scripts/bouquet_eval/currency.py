@@ -6,61 +6,34 @@ they have now, and the output still has the content that was written. `Resumable
 applies it; the jobs apply it to each output before they make it, and the planner
 (`check_job`) to the existing outputs of every job, telling Snakemake through the job's stamp.
 
-A settings digest covers every value with its real content; a secret enters it only as a keyed
-hash (HMAC), never in clear.
+A settings digest covers every value with its real content: settings hold no secret (the
+configuration may not, see `secrets.refuse_secrets`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import hmac
 import json
 import logging
 import os
-import secrets as random_secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache, cached_property, lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 from bouquet_eval.io import file_sha256, write_atomically, write_json
-from bouquet_eval.secrets import redact, replace_secrets
 
 log = logging.getLogger(__name__)
 
 
-def settings_digest(settings: Any, secrets: Iterable[str] = ()) -> str:
-    """A digest of `settings` that changes whenever any value does.
-
-    Secrets (by name or by value, as `redact` finds them) enter as an HMAC under a key kept in
-    the user's cache folder, so that the digest, which is written beside every output, can be
-    neither read back nor guessed from a list of candidate secrets.
-    """
-    keyed = replace_secrets(settings, frozenset(secrets), _keyed_hash)
-    canonical = json.dumps(keyed, sort_keys=True, ensure_ascii=False, default=str)
+def settings_digest(settings: Any) -> str:
+    """A digest of `settings` that changes whenever any value does: the sha256 of their
+    canonical JSON."""
+    canonical = json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _keyed_hash(value: Any) -> str:
-    message = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()
-    return "hmac-sha256:" + hmac.new(_digest_key(), message, hashlib.sha256).hexdigest()
-
-
-@cache
-def _digest_key() -> bytes:
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bouquet-eval"
-    path = folder / "secret-digest.key"
-    if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(random_secrets.token_bytes(32))
-    return path.read_bytes()
 
 
 @dataclass(frozen=True)
@@ -102,24 +75,22 @@ class ResumableOutput:
 
     Beside `path` live two things Snakemake does not know about and so never deletes:
     - `.provenance/<name>.json`: the settings digest, the state of each input and of the output
-      when it was written, the redacted settings and the producing job's environment;
+      when it was written, the settings and the producing job's environment;
     - `.cache/<key>/<name>`: a verified copy written as soon as the output is done, keyed by
       the digest and the inputs, so that work survives a job that fails later (Snakemake then
       removes or restores its outputs) and a damaged output can be restored.
-    `settings` hold real values; `secrets` are the run's known secrets (see `known_secrets`).
     """
 
     path: Path
     settings: Mapping[str, Any]
     inputs: Mapping[str, Path] = field(default_factory=dict)
     """Role -> file whose content the output was made from (`dataset`, `translations`, ...)."""
-    secrets: frozenset[str] = frozenset()
     cache_variant: Any = None
     """What else the job knows decides the content (e.g. metric versions), for the cache key."""
 
     @cached_property
     def digest(self) -> str:
-        return settings_digest(self.settings, self.secrets)
+        return settings_digest(self.settings)
 
     @property
     def sidecar(self) -> Path:
@@ -224,7 +195,7 @@ class ResumableOutput:
         """
         record = {
             "digest": self.digest,
-            "settings": redact(self.settings, self.secrets),
+            "settings": self.settings,
             "inputs": {role: asdict(state) for role, state in self.input_states.items()},
             "output": asdict(FileState.of(self.path)),
             "environment": dict(environment or {}),

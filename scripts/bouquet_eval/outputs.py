@@ -40,14 +40,13 @@ def translation_output(
     settings: Mapping[str, Any],
     dataset_file: Path,
     provided: Path | None = None,
-    secrets: frozenset[str] = frozenset(),
 ) -> ResumableOutput:
     """`<model_dir>/<direction>.jsonl`, made from the dataset's file of the direction and, for
     translations brought by the user, their file."""
     inputs = {"dataset": dataset_file}
     if provided is not None:
         inputs["provided"] = provided
-    return ResumableOutput(translation_path(model_dir, direction), settings, inputs, secrets)
+    return ResumableOutput(translation_path(model_dir, direction), settings, inputs)
 
 
 def scored_output(
@@ -55,12 +54,11 @@ def scored_output(
     direction: Direction,
     settings: Mapping[str, Any],
     dataset_file: Path,
-    secrets: frozenset[str] = frozenset(),
 ) -> ResumableOutput:
     """`<model_dir>/<direction>.scored.parquet`, made from the translations, which are checked
     against the dataset's file before they are scored."""
     inputs = {"translations": translation_path(model_dir, direction), "dataset": dataset_file}
-    return ResumableOutput(scored_path(model_dir, direction), settings, inputs, secrets)
+    return ResumableOutput(scored_path(model_dir, direction), settings, inputs)
 
 
 def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,8 +78,7 @@ def aggregate_outputs(
     model_dir: Path,
     directions: Sequence[Direction],
     config: Mapping[str, Any],
-    secrets: frozenset[str] = frozenset(),
 ) -> list[ResumableOutput]:
     settings = {**score_settings(config["metrics"], config), "statistics": config["statistics"]}
     inputs = {direction.name: scored_path(model_dir, direction) for direction in directions}
-    return [ResumableOutput(model_dir / name, settings, inputs, secrets) for name in AGGREGATES]
+    return [ResumableOutput(model_dir / name, settings, inputs) for name in AGGREGATES]

@@ -29,7 +29,7 @@ from bouquet_eval.outputs import (
     scored_output,
     translation_output,
 )
-from bouquet_eval.secrets import secret_values, secret_variables
+from bouquet_eval.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.sharding import assign_shards, take_part
 from bouquet_eval.translate import translation_settings
 from bouquet_eval.translators.backends import model_gpus
@@ -56,7 +56,7 @@ class ModelPlan:
 
     name: str
     entry: Mapping[str, Any]
-    """The configuration's entry, its `path` expanded (real values: redact before writing)."""
+    """The configuration's entry, its `path` expanded."""
     folder: Path
     """Where its outputs go."""
     translation_settings: Mapping[str, Any]
@@ -107,7 +107,6 @@ class Plan:
     def translation_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
-        secrets = self.secrets()
         return [
             translation_output(
                 model.folder,
@@ -115,7 +114,6 @@ class Plan:
                 model.translation_settings,
                 self.dataset.file(direction),
                 model.provided_file(direction),
-                secrets,
             )
             for direction in directions
         ]
@@ -123,16 +121,15 @@ class Plan:
     def scored_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
-        secrets = self.secrets()
         return [
             scored_output(
-                model.folder, direction, self.score_settings, self.dataset.file(direction), secrets
+                model.folder, direction, self.score_settings, self.dataset.file(direction)
             )
             for direction in directions
         ]
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
-        return aggregate_outputs(model.folder, self.directions, self.config, self.secrets())
+        return aggregate_outputs(model.folder, self.directions, self.config)
 
 
 def load_plan(
@@ -140,6 +137,8 @@ def load_plan(
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
     setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    # Before validation, whose messages may quote a value.
+    refuse_secrets(config)
     validate_config(config, schema)
     home = {HOME_VARIABLE: str(sources.repository)}
     output_dir = expand_path(config["output_dir"], home)

@@ -1,21 +1,25 @@
-"""Secrets kept out of everything the workflow writes.
+"""Secrets: never in the configuration, and scrubbed from what jobs print.
 
-Secrets are redacted where something is written (manifest, sidecars, command line, job logs):
-values under secret names (`api_key`, `hf_token`, `password`, `auth`, ...; never a word that
-merely contains one, such as `max_tokens` or `tokenizer`, nor a tokenizer's special token such
-as `pad_token`), and any value equal to a secret the run knows (the variables named by `*_env`
-settings, HF_TOKEN, OPENAI_API_KEY), whatever its key.
+The configuration never holds a secret (`refuse_secrets`, checked while planning, before any job
+starts): a setting under a secret name (`api_key`, `hf_token`, `password`, `auth`, ...; never a
+word that merely contains one, such as `max_tokens` or `tokenizer`, nor a tokenizer's special
+token such as `pad_token`) that is not empty, or any text holding the value of a secret the run
+knows (the variables named by `*_env` settings, HF_TOKEN, OPENAI_API_KEY), is a configuration
+error. Secrets travel in environment variables, which settings name. So the configuration, and
+every setting, record and digest derived from it, can be written as it is.
+
+What the environment's secrets can still reach is scrubbed (`scrub`): job logs and tracebacks (a
+library may print a key it read from the environment) and the run's recorded command line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
+from bouquet_eval.config import ConfigError
 
 REDACTED = "<redacted>"
 # Variables that hold credentials whatever the configuration says.
@@ -100,12 +104,6 @@ def known_secrets(config: Any, environ: Mapping[str, str] | None = None) -> froz
     return secret_values(secret_variables(config), environ)
 
 
-def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of `value` fit to be written: secret-named settings and known secrets replaced."""
-    secrets = frozenset(secrets)
-    return replace_secrets(value, secrets, lambda _: REDACTED)
-
-
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """`text` with every known secret in it replaced."""
     for secret in sorted(secrets, key=len, reverse=True):
@@ -114,152 +112,59 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def replace_secrets(value: Any, secrets: frozenset[str], hide: Callable[[Any], Any]) -> Any:
-    """`value` with `hide(item)` in place of each item that `redact` hides."""
-    if isinstance(value, Mapping):
-        return {
-            key: hide(item)
-            if is_secret_name(str(key)) and item not in (None, "")
-            else replace_secrets(item, secrets, hide)
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [replace_secrets(item, secrets, hide) for item in value]
-    if isinstance(value, str) and secrets:
-        scrubbed = scrub(value, secrets)
-        return value if scrubbed == value else hide(value)
-    return value
+def redact_command(argv: Iterable[str], secrets: Iterable[str]) -> list[str]:
+    """The command line with every known secret scrubbed from each argument; the configuration
+    it gives (`--config` items) holds none, or the run stopped while planning."""
+    return [scrub(argument, secrets) for argument in argv]
 
 
-# Snakemake's option whose arguments are KEY=VALUE items of the configuration.
-_CONFIG_OPTIONS = ("--config", "-C")
-
-
-def redact_command(argv: list[str], secrets: Iterable[str] = ()) -> list[str]:
-    """The command line with known secrets and values of secret-named keys replaced.
-
-    A `--config` item is read as Snakemake reads it (KEY=VALUE, VALUE in YAML) and redacted as
-    the configuration is, in place, so that the recorded command still says what was run. In any
-    other argument, the whole value of a secret-named key (`key=value`, `key: value`, JSON or
-    YAML, quoted or not, spaces included) and what follows `Bearer ` are replaced.
-    """
-    secrets = frozenset(secrets)
-    redacted = []
-    config_items = False  # whether this argument is one of --config's KEY=VALUE items
-    for argument in argv:
-        argument = scrub(argument, secrets)
-        option, equals, item = argument.partition("=")
-        if option in _CONFIG_OPTIONS and equals:
-            redacted.append(f"{option}={_redact_config_item(item, secrets)}")
-        elif config_items and not argument.startswith("-"):
-            redacted.append(_redact_config_item(argument, secrets))
-        else:
-            redacted.append(_redact_assignments(argument))
-        if argument.startswith("-"):
-            config_items = argument in _CONFIG_OPTIONS
-    return redacted
-
-
-def _redact_config_item(item: str, secrets: frozenset[str]) -> str:
-    key, equals, text = item.partition("=")
-    if not equals:
-        return _redact_assignments(item)
-    if is_secret_name(key):
-        return f"{key}={REDACTED}" if text else item
-    return f"{key}={_redact_yaml(text, secrets)}"
-
-
-def _redact_yaml(text: str, secrets: frozenset[str]) -> str:
-    """`text`, a YAML value, with what `redact` hides replaced where it is written."""
-    # Snakemake reads --config values with the BaseLoader: every scalar is a string.
-    try:
-        root = yaml.compose(text, Loader=yaml.BaseLoader)
-    except yaml.YAMLError:
-        return _redact_assignments(text)
-    if root is None:
-        return text
-    result = text
-    for node in sorted(_nodes_to_hide(root, secrets), key=_start, reverse=True):
-        quote = node.style if isinstance(node, yaml.ScalarNode) else None
-        result = result[: _start(node)] + _hidden(quote) + result[node.end_mark.index :]
-    # A value replaced in place inside block YAML can break the layout: then the whole value goes.
-    expected = redact(yaml.load(text, Loader=yaml.BaseLoader), secrets)
-    with contextlib.suppress(yaml.YAMLError):
-        if yaml.load(result, Loader=yaml.BaseLoader) == expected:
-            return result
-    return REDACTED
-
-
-def _hidden(quote: str | None) -> str:
-    """REDACTED in the quotes of the value it replaces, if that value began with one."""
-    return f"{quote}{REDACTED}{quote}" if quote in ("'", '"') else REDACTED
-
-
-def _start(node: yaml.Node) -> int:
-    return node.start_mark.index
-
-
-def _nodes_to_hide(node: yaml.Node, secrets: frozenset[str]) -> Iterator[yaml.Node]:
-    """The nodes whose values `redact` replaces."""
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if is_secret_name(str(key.value)) and value.value not in (None, ""):
-                yield value
-            else:
-                yield from _nodes_to_hide(value, secrets)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _nodes_to_hide(item, secrets)
-    elif isinstance(node, yaml.ScalarNode) and scrub(node.value, secrets) != node.value:
-        yield node
-
-
-# A key and what assigns it a value: `key=`, `key: `, `"key": ` (JSON), or the scheme of an
-# HTTP Authorization header, `Bearer `.
-_ASSIGNMENT = re.compile(
-    r"""(?<![\w-])(?P<key>[A-Za-z_][\w-]*)(?:["']?\s*[:=]\s*|(?<=(?i:bearer))\s+)"""
+HOW_TO_PASS_SECRETS = (
+    "the configuration never holds a secret (it is copied into job scripts, records and logs): "
+    "put it in an environment variable and name that variable in the model's api_key_env "
+    "(a translator of one's own reads it from the environment itself)"
 )
-# A value: quoted, or up to the end of its item (`,` `;` `&` `}` `]`, a line's end).
-_VALUE = re.compile(r""""(?:\\.|[^"\\])*"|'(?:''|[^'])*'|[^,;&}\]\n]*""")
-_CLOSING = {"{": "}", "[": "]"}
 
 
-def _redact_assignments(argument: str) -> str:
-    pieces, position = [], 0
-    for match in _ASSIGNMENT.finditer(argument):
-        if match.start() < position or not is_secret_name(match["key"]):
-            continue
-        start = match.end()
-        end = _value_end(argument, start)
-        if end == start:
-            continue
-        pieces += [argument[position:start], _hidden(argument[start])]
-        position = end
-    return "".join(pieces) + argument[position:]
+def refuse_secrets(config: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Raise a ConfigError naming the first setting of `config` that holds a secret."""
+    environ = os.environ if environ is None else environ
+    # A value shorter than any credential (a placeholder such as EMPTY, which local servers take
+    # as a key) would match ordinary settings by accident.
+    known = {
+        name: environ[name]
+        for name in sorted(secret_variables(config))
+        if len(environ.get(name) or "") >= _MIN_EMBEDDED_SECRET
+    }
+    found = _secret_setting(config, known, "")
+    if found is not None:
+        key, what = found
+        raise ConfigError(f"{key} holds {what}: {HOW_TO_PASS_SECRETS}", key, key_is_set=True)
 
 
-def _value_end(text: str, start: int) -> int:
-    """Where the value that begins at `start` ends: a `{...}` or `[...]` where its bracket
-    closes, whatever it holds; any other value as `_VALUE` reads it, without trailing spaces."""
-    if start < len(text) and text[start] in _CLOSING:
-        depth, position = 0, start
-        while position < len(text):
-            if text[position] in "'\"":
-                position = _value_match(text, position).end()
-                continue
-            if text[position] in _CLOSING:
-                depth += 1
-            elif text[position] in _CLOSING.values():
-                depth -= 1
-                if depth == 0:
-                    return position + 1
-            position += 1
-        return len(text)
-    return start + len(_value_match(text, start).group().rstrip())
+def _secret_setting(value: Any, known: Mapping[str, str], location: str) -> tuple[str, str] | None:
+    """(key, what it holds) of the first setting under `location` that holds a secret."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = f"{location}.{key}" if location else str(key)
+            if is_secret_name(str(key)) and _is_given(item):
+                return here, "a value under a secret name"
+            if (found := _secret_setting(item, known, here)) is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            if (found := _secret_setting(item, known, f"{location}[{index}]")) is not None:
+                return found
+    elif isinstance(value, str):
+        for name, secret in known.items():
+            if scrub(value, [secret]) != value:
+                return location or "(top level)", f"the value of the secret variable {name}"
+            # Paths are expanded from the environment (config.expand_path).
+            if re.search(rf"\$(?:{re.escape(name)}\b|\{{{re.escape(name)}\}})", value):
+                return location or "(top level)", f"${name}, which expands to a secret"
+    return None
 
 
-def _value_match(text: str, start: int) -> re.Match[str]:
-    # _VALUE matches everywhere (its last alternative may be empty).
-    value = _VALUE.match(text, start)
-    assert value is not None
-    return value
+def _is_given(value: Any) -> bool:
+    """Whether a setting under a secret name holds a value: not empty, nor a flag such as
+    Hugging Face's `token: true` (use the token stored by `hf auth login`)."""
+    return value not in (None, "", [], {}) and not isinstance(value, bool)

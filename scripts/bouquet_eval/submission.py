@@ -5,7 +5,7 @@ it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `confi
 `COMMANDS.txt` (the exact command lines recorded in the manifest, and the one that verifies
 the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so
 that the folder can be dropped into `<output_dir>/<model>/` as it is and verified there with
-its own `config.yaml`: the latest run's configuration (secrets redacted) with this model
+its own `config.yaml`: the latest run's configuration (which holds no secret) with this model
 alone, as translations provided in that folder; the model's entry as it was run heads the
 file as a comment.
 """

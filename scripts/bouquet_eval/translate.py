@@ -25,6 +25,7 @@ from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
 from bouquet_eval.outputs import translation_output
 from bouquet_eval.prompt import PROMPT_TEMPLATE, PromptFn
+from bouquet_eval.secrets import refuse_secrets
 from bouquet_eval.stream import Flight, translation_stream
 from bouquet_eval.translators import (
     BatchError,
@@ -55,8 +56,7 @@ TIMING_DIR = ".timing"
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
-    """What in a model entry decides its translations, with real values (never write it out
-    without `secrets.redact`).
+    """What in a model entry decides its translations.
 
     Settings that only change speed (a backend's `operational` ones) are left out, so that
     raising an API's concurrency, say, does not make finished translations stale.
@@ -88,7 +88,6 @@ def translate_model(
     dataset: DatasetSource,
     output_dir: Path,
     limit: int | None = None,
-    secrets: frozenset[str] = frozenset(),
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model entry of the workflow configuration.
@@ -97,8 +96,10 @@ def translate_model(
     """
     from bouquet_eval.plan import plan_model
 
+    # An entry given by hand holds no secret either: its settings are written as they are.
+    refuse_secrets(model)
     translate_planned(
-        plan_model(model, output_dir, limit), directions, dataset, limit, secrets, stall_timeout
+        plan_model(model, output_dir, limit), directions, dataset, limit, stall_timeout
     )
 
 
@@ -107,7 +108,6 @@ def translate_planned(
     directions: Sequence[Direction],
     dataset: DatasetSource,
     limit: int | None = None,
-    secrets: frozenset[str] = frozenset(),
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
@@ -140,7 +140,6 @@ def translate_planned(
         dict(model.translation_settings),
         limit,
         None if model.provided is None else partial(provided_file, model.provided),
-        secrets,
         describe_environment,
         stall_timeout,
     )
@@ -169,7 +168,6 @@ def translate_directions(
     settings: dict[str, Any],
     limit: int | None = None,
     provided: Callable[[Direction], Path] | None = None,
-    secrets: frozenset[str] = frozenset(),
     describe_environment: Callable[[], dict[str, Any]] = lambda: job_environment(False),
     stall_timeout: float | None = None,
 ) -> None:
@@ -182,7 +180,7 @@ def translate_directions(
     once the translator is ready, says what the job runs with, for the manifest. Errors name
     the model, taken to be the name of `output_dir`.
     """
-    work = directions_to_translate(directions, dataset, output_dir, settings, provided, secrets)
+    work = directions_to_translate(directions, dataset, output_dir, settings, provided)
     if not work:
         return
     translator, prompt_fn = _start(make_translator, directions)
@@ -240,7 +238,6 @@ def directions_to_translate(
     output_dir: Path,
     settings: dict[str, Any],
     provided: Callable[[Direction], Path] | None,
-    secrets: frozenset[str],
 ) -> list[Work]:
     """The directions whose translations are neither current nor restorable from the cache
     (those are restored here), in order."""
@@ -253,7 +250,6 @@ def directions_to_translate(
             settings,
             dataset.file(direction),
             None if provided is None else provided(direction),
-            secrets,
         )
         output.remove_stray_temporaries()
         progress = f"[{position}/{total}] {direction}"

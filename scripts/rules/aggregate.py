@@ -17,7 +17,6 @@ from bouquet_eval.jobs import SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.outputs import translation_path
 from bouquet_eval.runs import recorded_command
-from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
 
 
@@ -25,7 +24,6 @@ def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         plan = snakemake.params.plan
         model = plan.models[snakemake.wildcards.model]
-        secrets = plan.secrets()
         scored = [Path(path) for path in snakemake.input.scored]
         directions = plan.directions
         metrics = load_metrics(plan.metrics, plan.config)
@@ -46,9 +44,9 @@ def main(snakemake: SnakemakeJob) -> None:
         append_manifest(
             Path(snakemake.output.manifest),
             manifest_entry(
-                config=redact(plan.config, secrets),
+                config=plan.config,
                 model_name=model.name,
-                model_settings=redact(model.translation_settings["model"], secrets),
+                model_settings=model.translation_settings["model"],
                 dataset_identity=plan.dataset.identity,
                 directions=directions,
                 metric_signatures=recorded_signatures(scored),

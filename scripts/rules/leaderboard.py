@@ -15,7 +15,6 @@ from bouquet_eval.leaderboard import (
 )
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.report import RunRecords, figure_paths, write_figures
-from bouquet_eval.secrets import redact
 from bouquet_eval.stats import Resampling
 
 
@@ -48,7 +47,7 @@ def main(snakemake: SnakemakeJob) -> None:
                 m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)
             },
             gpus={name: plan.models[name].gpus for name in models},
-            config=redact(plan.config, plan.secrets()),
+            config=plan.config,
             manifests={
                 m: json.loads(Path(p).read_text(encoding="utf-8"))
                 for m, p in zip(models, snakemake.input.manifests, strict=True)

@@ -14,7 +14,6 @@ def main(snakemake: SnakemakeJob) -> None:
             [direction_of(path) for path in snakemake.output],
             plan.dataset,
             plan.limit,
-            plan.secrets(),
             plan.config["stall_timeout"],
         )
 

@@ -42,7 +42,7 @@ class NamelessMetric:
 
 
 class EchoTranslator:
-    """Returns each prompt's last line; takes any keyword arguments (settings and secrets)."""
+    """Returns each prompt's last line; takes any keyword arguments."""
 
     def __init__(self, **settings) -> None:
         self.settings = settings

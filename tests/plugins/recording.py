@@ -37,7 +37,6 @@ class RecordingTranslator:
         fail_on_target: str | None = None,
         fail_while_exists: str | None = None,
         drop_one: bool = False,
-        api_key: str | None = None,
         load_seconds: float = 0.0,
         record_devices: bool = False,
         direction_seconds: float = 0.0,

@@ -9,7 +9,7 @@ from bouquet_eval.checks import (
     stop_planning,
     warn_of_unset_api_keys,
 )
-from bouquet_eval.config import ConfigError, job_name, literal_secrets
+from bouquet_eval.config import ConfigError, job_name
 from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.estimate import api_estimates
 from bouquet_eval.io import write_json
@@ -32,8 +32,9 @@ from bouquet_eval.translators.backends import model_environment
 
 # Parsing this file writes nothing and changes no environment variable. What the main process
 # does once happens while Snakemake plans the run (`once_while_planning`: the jobs' PYTHONPATH,
-# a killed run's locks, a dry run's warnings; the stamps that say whether existing outputs are current, see
-# bouquet_eval.currency) and when the run starts (`onstart`). docs/design.md says why.
+# a killed run's locks, a dry run's warnings; the stamps that say whether existing outputs are
+# current, see bouquet_eval.currency) and when the run starts (`onstart`). docs/design.md says
+# why.
 
 # The embedded default: the bundled sample, unless a configuration file is given.
 if not workflow.overwrite_configfiles:
@@ -75,22 +76,10 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
-# The run's command line as the manifest records it.
+# The run's command line as the manifest records it. Snakemake prints it (its banner, its log
+# under .snakemake/log/) only once the workflow is parsed, and so never with a --config item
+# holding a secret: load_plan stops such a run (bouquet_eval.secrets).
 COMMAND = redact_command(command_line(), PLAN.secrets())
-
-if workflow.is_main_process:
-    # Snakemake prints sys.argv in its banner and its log under .snakemake/log/ before any hook
-    # of the workflow runs; it has been parsed by now, and jobs are started from the parsed
-    # settings, so the redacted command line takes its place.
-    sys.argv[:] = COMMAND
-    for location in literal_secrets(config):
-        print(
-            f"bouquet-eval: warning: the configuration holds a literal value at '{location}'. "
-            "Snakemake copies the configuration into the job scripts it writes under "
-            ".snakemake/scripts/, which a killed run leaves behind: keep secrets in environment "
-            "variables and name them in a setting ending in _env (see config/README.md).",
-            file=sys.stderr,
-        )
 
 
 onerror:
