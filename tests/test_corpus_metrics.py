@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 import yaml
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -16,7 +17,7 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.score import score_rows
+from bouquet_eval.score import score_rows, scored_table
 
 from .conftest import REPOSITORY
 
@@ -95,3 +96,14 @@ def test_schema_accepts_exactly_the_built_in_metrics() -> None:
     )
     (built_in, _own) = schema["properties"]["metrics"]["items"]["anyOf"]
     assert sorted(built_in["enum"]) == sorted(METRICS)
+
+
+def test_scored_files_hold_the_scored_rows_with_their_types() -> None:
+    """The score job writes its table through arrow, not through `score_rows`' frame: the same
+    columns, values and types (TER's float statistic, strings as pandas writes them)."""
+    metrics = load_metrics(["chrf", "bleu", "ter"], {})
+    rows = ROWS.assign(src_lang="eng_Latn", tgt_lang="fra_Latn", uniq_id=range(len(ROWS)))
+    table = scored_table(rows, metrics)
+    expected = pa.Table.from_pandas(score_rows(rows, metrics), preserve_index=False)
+    assert table.schema.equals(expected.schema, check_metadata=False)
+    assert table.equals(expected)

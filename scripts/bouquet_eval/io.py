@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -79,6 +80,12 @@ def write_jsonl(path: Path, frame: pd.DataFrame) -> None:
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     write_atomically(path, lambda temporary: frame.to_parquet(temporary, index=False))
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    import pyarrow.parquet as pq
+
+    write_atomically(path, lambda temporary: pq.write_table(table, temporary))
 
 
 def file_sha256(path: Path) -> str:
