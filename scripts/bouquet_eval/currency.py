@@ -174,7 +174,7 @@ class ResumableOutput:
     def input_states(self) -> dict[str, FileState]:
         return {role: FileState.of(path) for role, path in sorted(self.inputs.items())}
 
-    @property
+    @cached_property
     def cached(self) -> Path:
         inputs = {role: state.sha256 for role, state in self.input_states.items()}
         key = settings_digest([self.digest, inputs, self.cache_variant])
@@ -231,20 +231,38 @@ class ResumableOutput:
         }
         write_json(self.sidecar, record)
 
-    def remove_stray_temporaries(self) -> list[Path]:
-        """Delete temporary files that killed writes of this output left behind.
 
-        Only the job that owns an output writes it, and Snakemake lets one run at a time work
-        in a directory, so every such file of this output is a leftover.
-        """
-        found: list[Path] = []
-        for folder in (self.path.parent, self.sidecar.parent, self.cached.parent):
-            found += folder.glob(f".{self.path.name}.*.tmp")
-            found += folder.glob(f".{self.sidecar.name}.*.tmp")
-        for path in found:
-            path.unlink(missing_ok=True)
-            log.info("removed %s, left by an interrupted write", path)
-        return found
+def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
+    """Delete the temporary files that killed writes of `outputs` left behind.
+
+    Only the job that owns an output writes it, and Snakemake lets one run at a time work in a
+    directory, so every such file of these outputs is a leftover; those of other outputs may be
+    another job's writes in progress, and stay. Each folder is listed once: a model's folder
+    holds two files per direction, and listing it once per output would cost a job more than
+    its bookkeeping should.
+    """
+    owned: dict[Path, set[str]] = {}
+    for output in outputs:
+        for folder in (output.path.parent, output.sidecar.parent, output.cached.parent):
+            owned.setdefault(folder, set()).update((output.path.name, output.sidecar.name))
+    found: list[Path] = []
+    for folder, names in owned.items():
+        try:
+            entries = os.listdir(folder)
+        except FileNotFoundError:
+            continue
+        # A temporary file of `name` is `.<name>.<random>.tmp` (see `io.atomic_path`).
+        found += [
+            folder / entry
+            for entry in entries
+            if entry.startswith(".")
+            and entry.endswith(".tmp")
+            and entry[1:].rsplit(".", 2)[0] in names
+        ]
+    for path in found:
+        path.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted write", path)
+    return found
 
 
 def _checksum_file(cached: Path) -> Path:

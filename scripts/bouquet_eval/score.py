@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from bouquet_eval.currency import ResumableOutput
+from bouquet_eval.currency import ResumableOutput, remove_stray_temporaries
 from bouquet_eval.data import DatasetSource, Direction
 from bouquet_eval.io import write_table
 from bouquet_eval.metrics import Metric, add_composite, is_statistics_column
@@ -44,13 +44,16 @@ def score_directions(
     signatures = {metric.name: metric.signature() for metric in metrics}
     settings = {"metrics": list(signatures)} if settings is None else settings
     recorded_environment = {**(environment or {}), "metrics": signatures}
-    total = len(directions)
-    for position, direction in enumerate(directions, start=1):
-        output = replace(
+    outputs = {
+        direction: replace(
             scored_output(model_dir, direction, settings, dataset.file(direction)),
             cache_variant=signatures,
         )
-        output.remove_stray_temporaries()
+        for direction in directions
+    }
+    remove_stray_temporaries(outputs.values())
+    total = len(directions)
+    for position, (direction, output) in enumerate(outputs.items(), start=1):
         progress = f"[{position}/{total}] {direction}"
         if output.is_current() and _scored_with(output, signatures):
             log.info("%s: up to date", progress)
