@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -60,6 +62,37 @@ def test_scores_are_sacrebleus_sentence_and_corpus_scores(name: str) -> None:
     # An empty corpus has no statistics, and leaves the signature's one reference alone.
     assert metric.statistics(ROWS.iloc[:0]) == []
     assert "nrefs:1|" in metric.signature()
+
+
+def made_up_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Sentences of words from a small vocabulary of several scripts, with punctuation around and
+    inside words, runs of spaces and tabs, and now and then an empty one."""
+    rng = random.Random(seed)
+    words = ["the", "cat", "Cat", "(noir)", "dort,", "enfin.", "猫", "垫子上", "Кошка", "спит"]
+    words += ["'", "-", "a.b", "x", "ünïcödé", "١٢٣", "n't", "...", "😀", "e\u0301"]
+
+    def sentence() -> str:
+        if rng.random() < 0.05:
+            return rng.choice(["", " ", "\t"])
+        spaces = rng.choices([" ", "  ", "\t", " \n "], weights=[20, 2, 1, 1], k=30)
+        chosen = rng.choices(words, k=rng.randint(1, 15))
+        return "".join(word + space for word, space in zip(chosen, spaces, strict=False))
+
+    return [(sentence(), sentence()) for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", ["chrf", "bleu", "ter"])
+def test_statistics_and_scores_are_sacrebleus_on_many_sentences(name: str) -> None:
+    """Each sentence's statistics are those of sacreBLEU's own extraction, and its score
+    sentence_score's, to the last bit."""
+    metric = load_metric(name)
+    assert isinstance(metric, CorpusMetric)
+    pairs = made_up_pairs(300)
+    rows = pd.DataFrame(pairs, columns=["mt_text", "ref_text"])
+    extracted = SENTENCE[name]._extract_corpus_statistics
+    assert metric.statistics(rows) == [extracted([mt], [[ref]])[0] for mt, ref in pairs]
+    expected = [SENTENCE[name].sentence_score(mt, [ref]).score for mt, ref in pairs]
+    assert metric.score(rows)[metric.corpus_column] == expected
 
 
 def test_signatures_write_down_every_default() -> None:
