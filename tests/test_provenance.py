@@ -351,6 +351,27 @@ def test_outputs_of_the_same_inputs_hash_each_input_once(tmp_path: Path) -> None
     assert FileState.of(inputs["d0"]).sha256 == hashlib.sha256(b"Scores").hexdigest()
 
 
+def test_a_published_output_is_hashed_once(tmp_path: Path) -> None:
+    """The output in place is a copy of its cached copy, hashed when it was written: its record
+    takes that hash instead of reading the copy again; the hash is the content's."""
+    source = tmp_path / "in.parquet"
+    source.write_bytes(b"x")
+    output = ResumableOutput(tmp_path / "out.jsonl", {"a": 2}, {"dataset": source})
+    hashed_before = _sha256.cache_info().misses
+    output.publish(lambda path: path.write_text("translations\n"))
+    assert _sha256.cache_info().misses - hashed_before == 2  # the input, the cached copy
+    record = json.loads(output.sidecar.read_text())
+    assert record["output"]["sha256"] == hashlib.sha256(b"translations\n").hexdigest()
+    assert record["output"]["size"] == output.path.stat().st_size
+    output.path.unlink()
+    assert output.restore_from_cache()
+    assert json.loads(output.sidecar.read_text())["output"] == {
+        **record["output"],
+        "mtime_ns": output.path.stat().st_mtime_ns,
+    }
+    assert output.is_current()
+
+
 def test_stray_temporaries_of_the_outputs_go_and_others_stay(tmp_path: Path) -> None:
     """What killed writes of a job's outputs left (the output, its record, its cached copy) is
     deleted; a temporary of another output, another job's write in progress, stays."""

@@ -72,10 +72,14 @@ class FileState:
     mtime_ns: int
 
     @classmethod
-    def of(cls, path: Path) -> FileState:
+    def of(cls, path: Path, sha256: str | None = None) -> FileState:
+        """The file's state now; `sha256`, where given, is its content's hash, known to the
+        caller (a copy of a file it has just hashed), so that the file is not read again."""
         status = path.stat()
-        identity = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
-        return cls(_sha256(path, identity), status.st_size, status.st_mtime_ns)
+        if sha256 is None:
+            identity = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+            sha256 = _sha256(path, identity)
+        return cls(sha256, status.st_size, status.st_mtime_ns)
 
     def matches(self, path: Path) -> bool:
         """Whether `path` still holds this content (hashed only when its stat changed)."""
@@ -184,9 +188,10 @@ class ResumableOutput:
         """Publish the cached copy if there is one and it is intact; discard a damaged one."""
         if not self.cached.is_file():
             return False
+        content = file_sha256(self.cached)
         try:
             expected = json.loads(_checksum_file(self.cached).read_text(encoding="utf-8"))
-            intact = _state(expected).sha256 == file_sha256(self.cached)
+            intact = _state(expected).sha256 == content
         except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
             intact = False
         if not intact:
@@ -194,7 +199,7 @@ class ResumableOutput:
             for path in (self.cached, _checksum_file(self.cached)):
                 path.unlink(missing_ok=True)
             return False
-        self._publish_cached(environment)
+        self._publish_cached(environment, content)
         return True
 
     def publish(
@@ -206,27 +211,33 @@ class ResumableOutput:
         record for the manifest; it does not decide currency.
         """
         write_atomically(self.cached, write)
-        write_json(_checksum_file(self.cached), asdict(FileState.of(self.cached)))
-        self._publish_cached(environment)
+        cached = FileState.of(self.cached)
+        write_json(_checksum_file(self.cached), asdict(cached))
+        self._publish_cached(environment, cached.sha256)
 
-    def _publish_cached(self, environment: Mapping[str, Any] | None) -> None:
+    def _publish_cached(self, environment: Mapping[str, Any] | None, sha256: str) -> None:
+        """Copy the cached copy, whose content has the hash `sha256`, in place."""
+
         def copy(temporary: Path) -> None:
             shutil.copyfile(self.cached, temporary)
 
         write_atomically(self.path, copy)
-        self.record_written(environment)
+        self.record_written(environment, sha256)
 
-    def record_written(self, environment: Mapping[str, Any] | None = None) -> None:
+    def record_written(
+        self, environment: Mapping[str, Any] | None = None, sha256: str | None = None
+    ) -> None:
         """Record that `path` was just written from the inputs as they are now.
 
         `publish` calls it; an output written by other means (one without a cached copy, such
-        as a model's aggregates) calls it after writing.
+        as a model's aggregates) calls it after writing. `sha256`: the hash of what was written,
+        where the caller knows it.
         """
         record = {
             "digest": self.digest,
             "settings": redact(self.settings, self.secrets),
             "inputs": {role: asdict(state) for role, state in self.input_states.items()},
-            "output": asdict(FileState.of(self.path)),
+            "output": asdict(FileState.of(self.path, sha256)),
             "environment": dict(environment or {}),
         }
         write_json(self.sidecar, record)
