@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pandas as pd
+import pyarrow as pa
 import pytest
 import yaml
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -16,7 +19,7 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.score import score_rows
+from bouquet_eval.score import score_rows, scored_table
 
 from .conftest import REPOSITORY
 
@@ -61,6 +64,37 @@ def test_scores_are_sacrebleus_sentence_and_corpus_scores(name: str) -> None:
     assert "nrefs:1|" in metric.signature()
 
 
+def made_up_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Sentences of words from a small vocabulary of several scripts, with punctuation around and
+    inside words, runs of spaces and tabs, and now and then an empty one."""
+    rng = random.Random(seed)
+    words = ["the", "cat", "Cat", "(noir)", "dort,", "enfin.", "猫", "垫子上", "Кошка", "спит"]
+    words += ["'", "-", "a.b", "x", "ünïcödé", "١٢٣", "n't", "...", "😀", "e\u0301"]
+
+    def sentence() -> str:
+        if rng.random() < 0.05:
+            return rng.choice(["", " ", "\t"])
+        spaces = rng.choices([" ", "  ", "\t", " \n "], weights=[20, 2, 1, 1], k=30)
+        chosen = rng.choices(words, k=rng.randint(1, 15))
+        return "".join(word + space for word, space in zip(chosen, spaces, strict=False))
+
+    return [(sentence(), sentence()) for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", ["chrf", "bleu", "ter"])
+def test_statistics_and_scores_are_sacrebleus_on_many_sentences(name: str) -> None:
+    """Each sentence's statistics are those of sacreBLEU's own extraction, and its score
+    sentence_score's, to the last bit."""
+    metric = load_metric(name)
+    assert isinstance(metric, CorpusMetric)
+    pairs = made_up_pairs(300)
+    rows = pd.DataFrame(pairs, columns=["mt_text", "ref_text"])
+    extracted = SENTENCE[name]._extract_corpus_statistics
+    assert metric.statistics(rows) == [extracted([mt], [[ref]])[0] for mt, ref in pairs]
+    expected = [SENTENCE[name].sentence_score(mt, [ref]).score for mt, ref in pairs]
+    assert metric.score(rows)[metric.corpus_column] == expected
+
+
 def test_signatures_write_down_every_default() -> None:
     signatures = {name: load_metric(name).signature() for name in ("chrf", "bleu", "ter")}
     assert signatures == {
@@ -95,3 +129,14 @@ def test_schema_accepts_exactly_the_built_in_metrics() -> None:
     )
     (built_in, _own) = schema["properties"]["metrics"]["items"]["anyOf"]
     assert sorted(built_in["enum"]) == sorted(METRICS)
+
+
+def test_scored_files_hold_the_scored_rows_with_their_types() -> None:
+    """The score job writes its table through arrow, not through `score_rows`' frame: the same
+    columns, values and types (TER's float statistic, strings as pandas writes them)."""
+    metrics = load_metrics(["chrf", "bleu", "ter"], {})
+    rows = ROWS.assign(src_lang="eng_Latn", tgt_lang="fra_Latn", uniq_id=range(len(ROWS)))
+    table = scored_table(rows, metrics)
+    expected = pa.Table.from_pandas(score_rows(rows, metrics), preserve_index=False)
+    assert table.schema.equals(expected.schema, check_metadata=False)
+    assert table.equals(expected)

@@ -16,7 +16,13 @@ import jsonschema
 import pytest
 
 from bouquet_eval.config import ConfigError, load_schema, validate_config
-from bouquet_eval.currency import FileState, ResumableOutput, _sha256, settings_digest
+from bouquet_eval.currency import (
+    FileState,
+    ResumableOutput,
+    _sha256,
+    remove_stray_temporaries,
+    settings_digest,
+)
 from bouquet_eval.data import resolve_dataset
 from bouquet_eval.io import write_jsonl
 from bouquet_eval.secrets import (
@@ -322,3 +328,50 @@ def test_outputs_of_the_same_inputs_hash_each_input_once(tmp_path: Path) -> None
     assert _sha256.cache_info().misses - hashed_before == len(inputs) + len(outputs)
     inputs["d0"].write_bytes(b"Scores")  # same size, new content
     assert FileState.of(inputs["d0"]).sha256 == hashlib.sha256(b"Scores").hexdigest()
+
+
+def test_a_published_output_is_hashed_once(tmp_path: Path) -> None:
+    """The output in place is a copy of its cached copy, hashed when it was written: its record
+    takes that hash instead of reading the copy again; the hash is the content's."""
+    source = tmp_path / "in.parquet"
+    source.write_bytes(b"x")
+    output = ResumableOutput(tmp_path / "out.jsonl", {"a": 2}, {"dataset": source})
+    hashed_before = _sha256.cache_info().misses
+    output.publish(lambda path: path.write_text("translations\n"))
+    assert _sha256.cache_info().misses - hashed_before == 2  # the input, the cached copy
+    record = json.loads(output.sidecar.read_text())
+    assert record["output"]["sha256"] == hashlib.sha256(b"translations\n").hexdigest()
+    assert record["output"]["size"] == output.path.stat().st_size
+    output.path.unlink()
+    assert output.restore_from_cache()
+    assert json.loads(output.sidecar.read_text())["output"] == {
+        **record["output"],
+        "mtime_ns": output.path.stat().st_mtime_ns,
+    }
+    assert output.is_current()
+
+
+def test_stray_temporaries_of_the_outputs_go_and_others_stay(tmp_path: Path) -> None:
+    """What killed writes of a job's outputs left (the output, its record, its cached copy) is
+    deleted; a temporary of another output, another job's write in progress, stays."""
+    source = tmp_path / "source.txt"
+    source.write_text("source")
+    outputs = [
+        ResumableOutput(tmp_path / name, {"n": 1}, {"source": source}) for name in ("a.txt", "b")
+    ]
+    (first, second) = outputs
+    strays = [
+        tmp_path / ".a.txt.k2j4_x9q.tmp",
+        tmp_path / ".b.x1y2z3.tmp",
+        first.sidecar.parent / ".a.txt.json.abc123.tmp",
+        first.cached.parent / ".a.txt.zz.tmp",
+        second.cached.parent / ".b.json.qq.tmp",
+    ]
+    others = [tmp_path / ".c.txt.k2j4_x9q.tmp", tmp_path / ".a.x1y2z3.tmp", tmp_path / "a.txt.tmp"]
+    for path in strays + others:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("half a file")
+    assert sorted(remove_stray_temporaries(outputs)) == sorted(strays)
+    assert not any(path.exists() for path in strays)
+    assert all(path.exists() for path in others)
+    assert remove_stray_temporaries(outputs) == []

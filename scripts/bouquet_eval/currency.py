@@ -18,7 +18,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -45,10 +45,14 @@ class FileState:
     mtime_ns: int
 
     @classmethod
-    def of(cls, path: Path) -> FileState:
+    def of(cls, path: Path, sha256: str | None = None) -> FileState:
+        """The file's state now; `sha256`, where given, is its content's hash, known to the
+        caller (a copy of a file it has just hashed), so that the file is not read again."""
         status = path.stat()
-        identity = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
-        return cls(_sha256(path, identity), status.st_size, status.st_mtime_ns)
+        if sha256 is None:
+            identity = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+            sha256 = _sha256(path, identity)
+        return cls(sha256, status.st_size, status.st_mtime_ns)
 
     def matches(self, path: Path) -> bool:
         """Whether `path` still holds this content (hashed only when its stat changed)."""
@@ -145,7 +149,7 @@ class ResumableOutput:
     def input_states(self) -> dict[str, FileState]:
         return {role: FileState.of(path) for role, path in sorted(self.inputs.items())}
 
-    @property
+    @cached_property
     def cached(self) -> Path:
         inputs = {role: state.sha256 for role, state in self.input_states.items()}
         key = settings_digest([self.digest, inputs, self.cache_variant])
@@ -155,9 +159,10 @@ class ResumableOutput:
         """Publish the cached copy if there is one and it is intact; discard a damaged one."""
         if not self.cached.is_file():
             return False
+        content = file_sha256(self.cached)
         try:
             expected = json.loads(_checksum_file(self.cached).read_text(encoding="utf-8"))
-            intact = _state(expected).sha256 == file_sha256(self.cached)
+            intact = _state(expected).sha256 == content
         except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
             intact = False
         if not intact:
@@ -165,7 +170,7 @@ class ResumableOutput:
             for path in (self.cached, _checksum_file(self.cached)):
                 path.unlink(missing_ok=True)
             return False
-        self._publish_cached(environment)
+        self._publish_cached(environment, content)
         return True
 
     def publish(
@@ -177,45 +182,69 @@ class ResumableOutput:
         record for the manifest; it does not decide currency.
         """
         write_atomically(self.cached, write)
-        write_json(_checksum_file(self.cached), asdict(FileState.of(self.cached)))
-        self._publish_cached(environment)
+        cached = FileState.of(self.cached)
+        write_json(_checksum_file(self.cached), asdict(cached))
+        self._publish_cached(environment, cached.sha256)
 
-    def _publish_cached(self, environment: Mapping[str, Any] | None) -> None:
+    def _publish_cached(self, environment: Mapping[str, Any] | None, sha256: str) -> None:
+        """Copy the cached copy, whose content has the hash `sha256`, in place."""
+
         def copy(temporary: Path) -> None:
             shutil.copyfile(self.cached, temporary)
 
         write_atomically(self.path, copy)
-        self.record_written(environment)
+        self.record_written(environment, sha256)
 
-    def record_written(self, environment: Mapping[str, Any] | None = None) -> None:
+    def record_written(
+        self, environment: Mapping[str, Any] | None = None, sha256: str | None = None
+    ) -> None:
         """Record that `path` was just written from the inputs as they are now.
 
         `publish` calls it; an output written by other means (one without a cached copy, such
-        as a model's aggregates) calls it after writing.
+        as a model's aggregates) calls it after writing. `sha256`: the hash of what was written,
+        where the caller knows it.
         """
         record = {
             "digest": self.digest,
             "settings": self.settings,
             "inputs": {role: asdict(state) for role, state in self.input_states.items()},
-            "output": asdict(FileState.of(self.path)),
+            "output": asdict(FileState.of(self.path, sha256)),
             "environment": dict(environment or {}),
         }
         write_json(self.sidecar, record)
 
-    def remove_stray_temporaries(self) -> list[Path]:
-        """Delete temporary files that killed writes of this output left behind.
 
-        Only the job that owns an output writes it, and Snakemake lets one run at a time work
-        in a directory, so every such file of this output is a leftover.
-        """
-        found: list[Path] = []
-        for folder in (self.path.parent, self.sidecar.parent, self.cached.parent):
-            found += folder.glob(f".{self.path.name}.*.tmp")
-            found += folder.glob(f".{self.sidecar.name}.*.tmp")
-        for path in found:
-            path.unlink(missing_ok=True)
-            log.info("removed %s, left by an interrupted write", path)
-        return found
+def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
+    """Delete the temporary files that killed writes of `outputs` left behind.
+
+    Only the job that owns an output writes it, and Snakemake lets one run at a time work in a
+    directory, so every such file of these outputs is a leftover; those of other outputs may be
+    another job's writes in progress, and stay. Each folder is listed once: a model's folder
+    holds two files per direction, and listing it once per output would cost a job more than
+    its bookkeeping should.
+    """
+    owned: dict[Path, set[str]] = {}
+    for output in outputs:
+        for folder in (output.path.parent, output.sidecar.parent, output.cached.parent):
+            owned.setdefault(folder, set()).update((output.path.name, output.sidecar.name))
+    found: list[Path] = []
+    for folder, names in owned.items():
+        try:
+            entries = os.listdir(folder)
+        except FileNotFoundError:
+            continue
+        # A temporary file of `name` is `.<name>.<random>.tmp` (see `io.atomic_path`).
+        found += [
+            folder / entry
+            for entry in entries
+            if entry.startswith(".")
+            and entry.endswith(".tmp")
+            and entry[1:].rsplit(".", 2)[0] in names
+        ]
+    for path in found:
+        path.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted write", path)
+    return found
 
 
 def _checksum_file(cached: Path) -> Path:

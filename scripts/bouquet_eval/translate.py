@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from bouquet_eval.currency import ResumableOutput
+from bouquet_eval.currency import ResumableOutput, remove_stray_temporaries
 from bouquet_eval.data import DatasetError, DatasetSource, Direction
 from bouquet_eval.environment import hub_model, job_environment
 from bouquet_eval.io import write_json, write_jsonl
@@ -241,17 +241,20 @@ def directions_to_translate(
 ) -> list[Work]:
     """The directions whose translations are neither current nor restorable from the cache
     (those are restored here), in order."""
-    work = []
-    total = len(directions)
-    for position, direction in enumerate(directions, start=1):
-        output = translation_output(
+    outputs = {
+        direction: translation_output(
             output_dir,
             direction,
             settings,
             dataset.file(direction),
             None if provided is None else provided(direction),
         )
-        output.remove_stray_temporaries()
+        for direction in directions
+    }
+    remove_stray_temporaries(outputs.values())
+    work = []
+    total = len(directions)
+    for position, (direction, output) in enumerate(outputs.items(), start=1):
         progress = f"[{position}/{total}] {direction}"
         if output.is_current():
             log.info("%s: up to date", progress)

@@ -60,11 +60,17 @@ class SacreBLEUMetric:
         # Sentence by sentence, as `sentence_score` extracts them. Given the whole list,
         # sacreBLEU first builds the n-grams of every reference and keeps them all until the
         # end, which costs about a quarter more CPU time than extracting and dropping them one
-        # sentence at a time (the statistics are the same).
-        extract = self._sentence._extract_corpus_statistics
+        # sentence at a time (the statistics are the same). Per sentence, the steps of its
+        # `_extract_corpus_statistics` for one hypothesis and one reference, without the lists
+        # and checks around them that a corpus of several references needs.
+        metric = self._sentence
+        preprocess = metric._preprocess_segment
+        reference_info = metric._extract_reference_info
+        segment_statistics = metric._compute_segment_statistics
+        pairs = zip(rows["mt_text"].tolist(), rows["ref_text"].tolist(), strict=True)
         return [
-            extract([hypothesis], [[reference]])[0]
-            for hypothesis, reference in zip(rows["mt_text"], rows["ref_text"], strict=True)
+            segment_statistics(preprocess(hypothesis), reference_info([preprocess(reference)]))
+            for hypothesis, reference in pairs
         ]
 
     def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
