@@ -157,10 +157,12 @@ class LocalSlurm:
     def running_daemons(self) -> list[int]:
         running = []
         for pid_file in self._pid_files():
-            if pid_file.exists():
-                pid = int(pid_file.read_text().split()[0])
-                if Path(f"/proc/{pid}").exists():
-                    running.append(pid)
+            try:
+                text = pid_file.read_text()
+            except FileNotFoundError:  # never written, or removed by a daemon that stopped
+                continue
+            if text.split() and Path(f"/proc/{int(text.split()[0])}").exists():
+                running.append(int(text.split()[0]))
         return running
 
     def leftover_processes(self) -> list[tuple[int, str]]:
