@@ -161,8 +161,9 @@ class LocalSlurm:
                 text = pid_file.read_text()
             except FileNotFoundError:  # never written, or removed by a daemon that stopped
                 continue
-            if text.split() and Path(f"/proc/{int(text.split()[0])}").exists():
-                running.append(int(text.split()[0]))
+            words = text.split()
+            if words and Path(f"/proc/{int(words[0])}").exists():
+                running.append(int(words[0]))
         return running
 
     def leftover_processes(self) -> list[tuple[int, str]]:
