@@ -137,8 +137,11 @@ def test_seq2seq_adapters_as_the_original_readme_writes_them(tmp_path: Path) -> 
         (("--model", "m"), "select directions"),
         (("--model", "m", "--all", "--prompt-kwargs", "{}"), "--prompt-kwargs"),
         (("--translator", "a.b:C", "--all", "--translator-kwargs", "[1]"), "JSON object"),
+        # Counted from 1, with the decoder's whole reason.
+        (("--translator", "a.b:C", "--all", "--translator-kwargs", '{"k": x}'),
+         "--translator-kwargs: column 7: not valid JSON: Expecting value, found 'x'"),
     ],
-)
+)  # fmt: skip
 def test_flags_that_cannot_be_run_are_named(tmp_path: Path, flags, message) -> None:
     result = command(tmp_path, "run", *flags, "--output-dir", "runs/m")
     assert result.returncode == 1

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from bouquet_eval.config import ConfigError, load_yaml
-from bouquet_eval.io import atomic_path
+from bouquet_eval.io import atomic_path, json_reason
 from bouquet_eval.sharding import parse_part
 from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 
@@ -102,7 +102,7 @@ def json_object(flag: str, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{flag}: not JSON ({error.msg} at character {error.pos})") from None
+        raise ConfigError(f"{flag}: column {error.colno}: {json_reason(error)}") from None
     if not isinstance(value, dict):
         raise ConfigError(f"{flag}: expected a JSON object such as '{{\"k\": 4}}'")
     return value

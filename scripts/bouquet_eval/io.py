@@ -67,6 +67,14 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
         write(temporary)
 
 
+def json_reason(error: json.JSONDecodeError) -> str:
+    """The decoder's reason, whole: some end in "at" and expect the position after them."""
+    reason = error.msg.removesuffix(" at")
+    if error.pos < len(error.doc):
+        reason += f", found {error.doc[error.pos]!r}"
+    return f"not valid JSON: {reason}"
+
+
 def write_json(path: Path, value: Any) -> None:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))

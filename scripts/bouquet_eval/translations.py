@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bouquet_eval.data import Direction
-from bouquet_eval.io import TRANSLATION_COLUMNS
+from bouquet_eval.io import TRANSLATION_COLUMNS, json_reason
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +85,7 @@ def _check_line(
     try:
         line = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{where}, column {error.colno}: {_json_reason(error)}") from None
+        raise ValueError(f"{where}, column {error.colno}: {json_reason(error)}") from None
     if not isinstance(line, dict):
         raise ValueError(f"{where}: expected a JSON object, found {type(line).__name__}")
     missing = [field for field in REQUIRED_FIELDS if field not in line]
@@ -106,14 +106,6 @@ def _check_line(
     for field in ("mt_text", *(f for f in _KEPT_EXTRA if f in line)):
         _check_text(where, field, line[field])
     return line
-
-
-def _json_reason(error: json.JSONDecodeError) -> str:
-    """The decoder's reason, whole: some end in "at" and expect the position after them."""
-    reason = error.msg.removesuffix(" at")
-    if error.pos < len(error.doc):
-        reason += f", found {error.doc[error.pos]!r}"
-    return f"not valid JSON: {reason}"
 
 
 def _check_text(where: str, field: str, value: Any) -> None:
