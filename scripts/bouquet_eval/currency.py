@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from bouquet_eval.io import file_sha256, write_atomically, write_json
+from bouquet_eval.io import file_sha256, temporary_target, write_atomically, write_json
 
 log = logging.getLogger(__name__)
 
@@ -233,14 +233,7 @@ def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
             entries = os.listdir(folder)
         except FileNotFoundError:
             continue
-        # A temporary file of `name` is `.<name>.<random>.tmp` (see `io.atomic_path`).
-        found += [
-            folder / entry
-            for entry in entries
-            if entry.startswith(".")
-            and entry.endswith(".tmp")
-            and entry[1:].rsplit(".", 2)[0] in names
-        ]
+        found += [folder / entry for entry in entries if temporary_target(entry) in names]
     for path in found:
         path.unlink(missing_ok=True)
         log.info("removed %s, left by an interrupted write", path)

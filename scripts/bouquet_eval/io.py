@@ -58,7 +58,16 @@ def _errors_naming(path: Path) -> Iterator[None]:
 
 
 def _is_temporary_of(candidate: Path, path: Path) -> bool:
-    return candidate.parent == path.parent and candidate.name.startswith(f".{path.name}.")
+    return candidate.parent == path.parent and temporary_target(candidate.name) == path.name
+
+
+def temporary_target(name: str) -> str | None:
+    """The name of the file that a temporary file of `atomic_path` named `name` was to become
+    (`.<name>.<random>.tmp`, the random part without dots); None for any other name."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    target, dot, _ = name[1:].removesuffix(".tmp").rpartition(".")
+    return target if dot else None
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
