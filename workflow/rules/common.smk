@@ -76,10 +76,6 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
-# The run's command line as the manifest records it. Snakemake prints it (its banner, its log
-# under .snakemake/log/) only once the workflow is parsed, and so never with a --config item
-# holding a secret: load_plan stops such a run (bouquet_eval.secrets).
-COMMAND = redact_command(command_line(), PLAN.secrets())
 
 
 onerror:
@@ -98,7 +94,10 @@ onstart:
             refuse_beside_live_runs(outputs)
         except RunningError as error:
             raise WorkflowError(str(error)) from None
-        register(COMMAND, outputs)
+        # The command line as the manifests record it. Snakemake prints it (its banner, its
+        # log under .snakemake/log/) only once the workflow is parsed, so never with a --config
+        # item holding a secret: load_plan stops such a run (bouquet_eval.secrets).
+        register(redact_command(command_line(), PLAN.secrets()), outputs)
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
     refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
