@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -63,9 +62,12 @@ def targets(command: str, sharded: bool) -> list[str]:
 
 
 def profile_path(name: str) -> str:
-    """A profile folder as given, else the repository's profiles/<name> (e.g. slurm)."""
+    """A profile folder as given (absolute, for a command pasted elsewhere), else the
+    repository's profiles/<name> (e.g. slurm)."""
     own = REPOSITORY / "profiles" / name
-    return str(own) if not os.path.exists(name) and own.is_dir() else name
+    if os.path.exists(name):
+        return str(Path(name).absolute())
+    return str(own) if own.is_dir() else name
 
 
 def snakemake_arguments(
@@ -105,8 +107,8 @@ CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
 
 def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
     """Snakemake's arguments given after `--` without their configuration files, and those
-    files, each checked: ConfigError names the file, and the line and column of a YAML error
-    (Snakemake's own message names neither)."""
+    files, absolute and each checked: ConfigError names the file, and the line and column of
+    a YAML error (Snakemake's own message names neither)."""
     rest: list[str] = []
     files: list[Path] = []
     taking = False  # whether the arguments are --configfile's values
@@ -124,7 +126,7 @@ def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
         if not path.is_file():
             raise ConfigError(f"{path}: configuration file not found")
         load_yaml(path)
-    return rest, files
+    return rest, [path.absolute() for path in files]
 
 
 def call_snakemake(arguments: list[str]) -> int:
@@ -198,23 +200,33 @@ def _dry_run(
     config: dict[str, Any],
     extra: Sequence[str],
 ) -> int:
-    """Print the configuration and the plan; write nothing a later command reads."""
+    """Print the configuration and the plan; write nothing a later command reads. The
+    configuration the plan is made from is kept among the command's logs, so that the
+    Snakemake command printed can be pasted as it is."""
     shown = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     saved_as = folder / SAVED_CONFIG
     print(f"bouquet-eval: configuration (a real run saves it as {saved_as}, without the shard):")
     print(shown.rstrip())
-    equivalent = snakemake_arguments(command, args, folder, saved_as, extra)
-    print(f"bouquet-eval: the same with Snakemake: snakemake {shlex.join(equivalent)}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="bouquet-eval-") as scratch:
-        config_file = save(config, Path(scratch))
-        return call_snakemake(snakemake_arguments(command, args, folder, config_file, extra))
+    config_file = save(config, folder, _log_path(folder, command, args).with_suffix(".yaml"))
+    arguments = snakemake_arguments(command, args, folder, config_file, extra)
+    print(f"bouquet-eval: the same with Snakemake: snakemake {shlex.join(arguments)}", flush=True)
+    return call_snakemake(arguments)
+
+
+def _log_path(folder: Path, command: str, args: argparse.Namespace) -> Path:
+    """Where this command's log goes: logs/bouquet-eval/<time>-<pid>-<command>[-shard..][-n]."""
+    shard = getattr(args, "shard", None)
+    part = f"-shard{shard.replace('/', 'of')}" if shard else ""
+    dry = "-dry-run" if args.dry_run else ""
+    name = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}{dry}.log"
+    log = folder / LOGS / name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return log
 
 
 def _logged_run(command: str, args: argparse.Namespace, folder: Path, arguments: list[str]) -> int:
     shard = getattr(args, "shard", None)
-    part = f"-shard{shard.replace('/', 'of')}" if shard else ""
-    log = folder / LOGS / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = _log_path(folder, command, args)
     selection_file = log.with_suffix(".selection.json")
     os.environ[SELECTION_FILE_VARIABLE] = str(selection_file)
     with _output_to(log) as console:
