@@ -1,5 +1,5 @@
-"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run`,
-and `browse`, the sentence browser over a run's outputs.
+"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run |
+prefetch`, and `browse`, the sentence browser over a run's outputs.
 
 Each workflow subcommand turns its flags into the workflow's configuration
 (bouquet_eval.command_config), saves it beside the outputs and runs the workflow through
@@ -21,12 +21,12 @@ from bouquet_eval.command_run import REPOSITORY, run_command
 from bouquet_eval.config import load_yaml
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
-WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run")
+WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run", "prefetch")
 
 # What each subcommand takes, besides --output-dir and the workflow's options.
-_SELECTS = ("translate", "score", "run")
-_TRANSLATES = ("translate", "run")
-_SCORES = ("score", "run")
+_SELECTS = ("translate", "score", "run", "prefetch")
+_TRANSLATES = ("translate", "run", "prefetch")
+_SCORES = ("score", "run", "prefetch")
 
 
 def _setting_default(backend: str, setting: str) -> Any:
@@ -207,6 +207,9 @@ SUBCOMMAND_HELP = {
     "score": "Score the translations in --output-dir (aggregating them when --shard is absent).",
     "aggregate": "Aggregate a model's scores: scores.csv, scored_rows.parquet, manifest.json.",
     "run": "Translate and score (and aggregate when --shard is absent).",
+    "prefetch": "Fetch the dataset, models and tokenizers that the run would read from the "
+    "Hugging Face Hub into the local cache (on a machine with network access), for runs "
+    "without network.",
 }
 
 

@@ -46,14 +46,20 @@ STAGES = {
     "score": ("score",),
     "aggregate": (),
     "run": ("translate", "score"),
+    "prefetch": (),
 }
 
 PROGRESS_SECONDS = 5.0
+
+PREFETCH_LOG = Path("logs") / "prefetch.log"
+"""The prefetch rule's log: a line per repository, what it holds at which commit."""
 
 
 def targets(command: str, sharded: bool) -> list[str]:
     """The workflow's targets: per-direction outputs, and a model's aggregates unless sharded
     (a shard's processes aggregate once all of them are done)."""
+    if command == "prefetch":
+        return ["prefetch"]
     wanted = {"translate": "translations", "score": "scores"}
     chosen = [wanted[stage] for stage in STAGES[command]]
     if command != "translate" and not sharded:
@@ -331,6 +337,10 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
         for line in _failure_lines(log):
             print(line, file=sys.stderr)
         print(f"bouquet-eval: {command} failed; Snakemake's full log: {log}", file=sys.stderr)
+        return
+    if command == "prefetch":
+        print(f"bouquet-eval: fetched; what, at which commit: {folder / PREFETCH_LOG}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
         return
     print(f"bouquet-eval: results in {folder}")
     summary = folder / "summary.csv"

@@ -29,11 +29,16 @@ HUB_LAYOUT = {
     "benchmark_sentence_level": "benchmark_data/sentence_level",
     "benchmark_paragraph_level": "benchmark_data/paragraph_level",
 }
-WITHOUT_THE_HUB = (
-    "(a gated dataset such as facebook/bouquet needs a token, HF_TOKEN, of an account that "
-    "accepted its conditions). Without the Hub, set dataset.path to a folder of "
-    "<src>-<tgt>.parquet files, or leave out --configfile to run the bundled sample"
-)
+
+
+def without_the_hub() -> str:
+    """What else a user can do when the dataset cannot be had from the Hub."""
+    from bouquet_eval.home import local_dataset_hint
+
+    return (
+        "(a gated dataset such as facebook/bouquet needs a token, HF_TOKEN, of an account that "
+        f"accepted its conditions). Without the Hub, {local_dataset_hint()}"
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -291,7 +296,7 @@ def _hub_snapshot(settings: dict[str, Any], fetch: bool) -> DatasetSource:
     what = f"dataset {name}@{revision} ({settings['config']}, {settings['split']})"
     patterns = [f"{subdir}/*.parquet"]
     snapshot = hub.snapshot(
-        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=WITHOUT_THE_HUB
+        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=without_the_hub()
     )
     root = snapshot / subdir
     if not root.is_dir():
