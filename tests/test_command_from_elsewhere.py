@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .chat_server import ChatServer, answer
 from .conftest import SAMPLE, Workflow
 from .test_command import command
 from .tiny_seq2seq import build_nllb
@@ -118,3 +119,29 @@ def test_the_snakemake_command_of_a_dry_run_works_pasted(tmp_path: Path) -> None
     real = paste([argument for argument in arguments if argument != "--dry-run"])
     assert real.returncode == 0, real.stderr
     assert len(pd.read_csv(tmp_path / "runs" / "copy" / "scores.csv")) == 8
+
+
+def test_an_api_runs_timing_counts_each_directions_requests(tmp_path: Path) -> None:
+    """Requests of several directions are in flight together; timing.csv gives each direction
+    the requests of its own sentences."""
+    shutil.copytree(SAMPLE, tmp_path / "data")
+    slow, quick = answer(delay=0.3), answer()
+    with ChatServer() as server:
+        # The first sentence of each direction is slow to answer: the others' requests overlap.
+        first_sentences = {
+            pd.read_parquet(path)["src_text"].iloc[0] for path in SAMPLE.glob("eng_Latn-*.parquet")
+        }
+        server.default = lambda handler, request: (
+            slow if any(text in (request.prompt or "") for text in first_sentences) else quick
+        )(handler, request)
+        command(
+            tmp_path, "run", "--backend", "openai", "--model", "gpt-x", "--base-url",
+            server.url, "--api-key-env", "MY_KEY", "--concurrency", "16",
+            "--src-lang", "eng_Latn", "--limit", "5", "--metrics", "chrf",
+            "--dataset-path", "data", "--output-dir", "runs/gpt-x", "--cores", "1",
+            check=True, env={**OFFLINE, "MY_KEY": "key-1"},
+        )  # fmt: skip
+        sent = len(server.chat_requests)
+    timing = pd.read_csv(tmp_path / "runs" / "gpt-x" / "timing.csv")
+    assert sent == 8 * 5 and timing["requests"].sum() == sent
+    assert timing["requests"].tolist() == [5] * 8, timing[["tgt_lang", "requests"]]
