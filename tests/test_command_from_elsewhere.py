@@ -145,3 +145,38 @@ def test_an_api_runs_timing_counts_each_directions_requests(tmp_path: Path) -> N
     timing = pd.read_csv(tmp_path / "runs" / "gpt-x" / "timing.csv")
     assert sent == 8 * 5 and timing["requests"].sum() == sent
     assert timing["requests"].tolist() == [5] * 8, timing[["tgt_lang", "requests"]]
+
+
+def own_run(cwd: Path, name: str, limit: str = "2") -> None:
+    """A model of one's own (the reference points are no models to rank)."""
+    kwargs = json.dumps({"record": str(cwd / f"{name}.txt"), "suffix": f" {name}"})
+    command(
+        cwd, "run", "--translator", "recording:RecordingTranslator", "--translator-kwargs",
+        kwargs, "--prompt-fn", "recording:tagged_prompt", "--src-lang", "eng_Latn",
+        "--limit", limit, "--metrics", "chrf", "--dataset-path", "data",
+        "--output-dir", f"runs/{name}", "--cores", "1",
+        check=True, env=OFFLINE,
+    )  # fmt: skip
+
+
+def test_a_leaderboard_and_a_report_across_the_commands_runs(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "data")
+    own_run(tmp_path, "first")
+    own_run(tmp_path, "second")
+    runs = tmp_path / "runs"
+    scored = {path: path.stat().st_mtime_ns for path in runs.glob("*/*.scored.parquet")}
+    ranked = command(tmp_path, "leaderboard", "runs", "--cores", "1", check=True, env=OFFLINE)
+    board = pd.read_csv(runs / "leaderboard.csv")
+    assert sorted(board["model"]) == ["first", "second"]
+    assert (runs / "report.html").stat().st_size > 0
+    assert f"report: {runs / 'report.html'}" in ranked.stdout
+    # Nothing was translated or scored again.
+    assert len(scored) == 16
+    assert {path: path.stat().st_mtime_ns for path in scored} == scored
+    # A model run on other sentences is not ranked beside them.
+    own_run(tmp_path, "other", limit="1")
+    refused = command(tmp_path, "leaderboard", "runs", env=OFFLINE)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        f"bouquet-eval: {runs / 'other' / 'bouquet-eval.yaml'}: limit is not that of "
+    ), refused.stderr

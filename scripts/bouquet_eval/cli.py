@@ -234,6 +234,31 @@ class Subcommand:
     main: Callable[[Sequence[str]], int]
 
 
+def leaderboard(argv: Sequence[str]) -> int:
+    from bouquet_eval.command_run import run_leaderboard
+
+    own, snakemake_args = _split(argv)
+    parser = argparse.ArgumentParser(
+        prog="bouquet-eval leaderboard",
+        description=LEADERBOARD_HELP,
+        epilog="What follows `--` goes to Snakemake unchanged.",
+    )
+    parser.add_argument(
+        "runs", help="the folder the models were run into (each --output-dir RUNS/<model>)"
+    )
+    parser.add_argument("--cores", default="all", help="cores to use (default: all)")
+    parser.add_argument(
+        "-n", "--dry-run", action="store_true", help=argparse.SUPPRESS
+    )  # the log's name reads it
+    return run_leaderboard(parser.parse_args(own), snakemake_args)
+
+
+LEADERBOARD_HELP = (
+    "Rank the models run into a folder (RUNS/<model>, each with its bouquet-eval.yaml) side "
+    "by side: RUNS/leaderboard.md and .csv, and the HTML report RUNS/report.html."
+)
+
+
 def browse(argv: Sequence[str]) -> int:
     # Imported here: the server's modules are not needed by the workflow's subcommands.
     from bouquet_eval.browse import main as browse_main
@@ -246,6 +271,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         name: Subcommand(SUBCOMMAND_HELP[name], partial(run_workflow_command, name))
         for name in WORKFLOW_SUBCOMMANDS
     },
+    "leaderboard": Subcommand(LEADERBOARD_HELP, leaderboard),
     "browse": Subcommand("Serve every sentence of a run's output folder on 127.0.0.1.", browse),
 }
 

@@ -29,6 +29,12 @@ from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 SAVED_CONFIG = "bouquet-eval.yaml"
 """The configuration of the last command, in the model's folder."""
 
+RUNS_CONFIG = "bouquet-eval-leaderboard.yaml"
+"""In a folder of runs: the configuration that ranks its models side by side."""
+
+SHARED_KEYS = ("dataset", "directions", "limit", "metrics", "metricx", "glotlid")
+"""What the models of one leaderboard share: the same sentences, scored the same way."""
+
 DEFAULT_METRICS = ("chrf", "metricx", "glotlid")
 """The benchmark's metrics, which the command computes unless told otherwise."""
 
@@ -284,3 +290,29 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     if _given(args, "metricx_qe"):
         metricx["qe"] = True
     return config
+
+
+def runs_config(runs: Path) -> dict[str, Any]:
+    """The configuration that ranks, side by side, every model that `bouquet-eval` ran into a
+    folder of `runs` (each `<runs>/<model>/bouquet-eval.yaml`): their entries, and what they
+    share. Their outputs are current, so only the leaderboard and the report are made."""
+    saved = sorted(runs.glob(f"*/{SAVED_CONFIG}"))
+    if not saved:
+        raise ConfigError(
+            f"{runs}: no <model>/{SAVED_CONFIG}: run models into it first, e.g. "
+            f"`bouquet-eval run ... --output-dir {runs / '<model>'}`"
+        )
+    configs = [(path, load_yaml(path)) for path in saved]
+    first_path, first = configs[0]
+    for path, config in configs[1:]:
+        for key in SHARED_KEYS:
+            if config.get(key) != first.get(key):
+                raise ConfigError(
+                    f"{path}: {key} is not that of {first_path}, and the models of a "
+                    "leaderboard are scored on the same sentences with the same metrics: run "
+                    "them with the same --dataset-path, selection, --limit and --metrics"
+                )
+    whole = copy.deepcopy(first)
+    whole["output_dir"] = "."
+    whole["models"] = [entry for _, config in configs for entry in config["models"]]
+    return whole

@@ -25,7 +25,14 @@ from typing import Any, TextIO
 import yaml
 
 from bouquet_eval.checks import error_line
-from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder, save
+from bouquet_eval.command_config import (
+    RUNS_CONFIG,
+    SAVED_CONFIG,
+    build_config,
+    model_folder,
+    runs_config,
+    save,
+)
 from bouquet_eval.config import ConfigError, load_yaml
 from bouquet_eval.runs import COMMAND_VARIABLE
 from bouquet_eval.secrets import known_secrets, redact_command, refuse_secrets
@@ -47,6 +54,7 @@ STAGES = {
     "aggregate": (),
     "run": ("translate", "score"),
     "prefetch": (),
+    "leaderboard": (),
 }
 
 PROGRESS_SECONDS = 5.0
@@ -230,7 +238,35 @@ def _log_path(folder: Path, command: str, args: argparse.Namespace) -> Path:
     return log
 
 
-def _logged_run(command: str, args: argparse.Namespace, folder: Path, arguments: list[str]) -> int:
+def run_leaderboard(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """`bouquet-eval leaderboard RUNS`: the leaderboard of the models run into RUNS, then the
+    report, in RUNS."""
+    runs = Path(os.path.expanduser(args.runs)).absolute()
+    try:
+        config = runs_config(runs)
+        refuse_secrets(config)
+        split_config_files(extra)
+    except ConfigError as error:
+        print(error_line(error, []), file=sys.stderr)
+        return 1
+    config_file = save(config, runs, runs / RUNS_CONFIG)
+    common = ["--snakefile", str(SNAKEFILE), "--directory", str(runs), "--cores", args.cores]
+    return _logged_run(
+        "leaderboard",
+        args,
+        runs,
+        [*common, "leaderboard", *extra, "--configfile", str(config_file)],
+        [*common, "--report", str(runs / REPORT), *extra, "--configfile", str(config_file)],
+    )
+
+
+REPORT = "report.html"
+"""The report of `bouquet-eval leaderboard`, in the folder of runs."""
+
+
+def _logged_run(command: str, args: argparse.Namespace, folder: Path, *arguments: list[str]) -> int:
+    """Run Snakemake with each of `arguments` in turn, while they succeed, with its output in
+    the command's log and the progress on the console."""
     shard = getattr(args, "shard", None)
     log = _log_path(folder, command, args)
     selection_file = log.with_suffix(".selection.json")
@@ -238,8 +274,10 @@ def _logged_run(command: str, args: argparse.Namespace, folder: Path, arguments:
     with _output_to(log) as console:
         progress = Progress(folder, selection_file, STAGES[command], console)
         progress.start()
+        status = 0
         try:
-            status = call_snakemake(arguments)
+            for each in arguments:
+                status = status or call_snakemake(each)
         finally:
             progress.finish()
     selection_file.unlink(missing_ok=True)
@@ -337,6 +375,12 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
         for line in _failure_lines(log):
             print(line, file=sys.stderr)
         print(f"bouquet-eval: {command} failed; Snakemake's full log: {log}", file=sys.stderr)
+        return
+    if command == "leaderboard":
+        board = folder / "leaderboard.md"
+        print(board.read_text(encoding="utf-8").rstrip())
+        print(f"bouquet-eval: leaderboard: {board} (and .csv); report: {folder / REPORT}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
         return
     if command == "prefetch":
         print(f"bouquet-eval: fetched; what, at which commit: {folder / PREFETCH_LOG}")
