@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.hub import HubFiles, cached
+from bouquet_eval.data.hub import HubFiles, cached
 
 from .conftest import Workflow
 from .hf_cache import cache_entry
@@ -174,7 +174,7 @@ def test_each_interface_is_told_how_to_do_without_the_hub(tmp_path: Path) -> Non
     assert "bouquet-eval prefetch --output-dir" in result.stderr
     assert "--configfile" not in result.stderr, result.stderr
     script = (
-        "from bouquet_eval.data import select_directions\n"
+        "from bouquet_eval.data.dataset import select_directions\n"
         "try:\n"
         "    select_directions(src_filter=['eng_Latn'])\n"
         "except ValueError as error:\n"
