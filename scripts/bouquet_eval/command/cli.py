@@ -1,5 +1,6 @@
 """`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run |
-prefetch`, and `browse`, the sentence browser over a run's outputs.
+prefetch`, `leaderboard` over a folder of runs, and `browse`, the sentence browser over a run's
+outputs.
 
 Each workflow subcommand turns its flags into the workflow's configuration
 (bouquet_eval.command.config), saves it beside the outputs and runs the workflow through
@@ -17,7 +18,7 @@ from functools import cache, partial
 from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
-from bouquet_eval.command.run import REPOSITORY, run_command
+from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
 from bouquet_eval.core.config import load_yaml
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
@@ -235,8 +236,6 @@ class Subcommand:
 
 
 def leaderboard(argv: Sequence[str]) -> int:
-    from bouquet_eval.command.run import run_leaderboard
-
     own, snakemake_args = _split(argv)
     parser = argparse.ArgumentParser(
         prog="bouquet-eval leaderboard",
@@ -247,9 +246,6 @@ def leaderboard(argv: Sequence[str]) -> int:
         "runs", help="the folder the models were run into (each --output-dir RUNS/<model>)"
     )
     parser.add_argument("--cores", default="all", help="cores to use (default: all)")
-    parser.add_argument(
-        "-n", "--dry-run", action="store_true", help=argparse.SUPPRESS
-    )  # the log's name reads it
     return run_leaderboard(parser.parse_args(own), snakemake_args)
 
 

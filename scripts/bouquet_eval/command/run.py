@@ -228,10 +228,10 @@ def _dry_run(
 
 
 def _log_path(folder: Path, command: str, args: argparse.Namespace) -> Path:
-    """Where this command's log goes: logs/bouquet-eval/<time>-<pid>-<command>[-shard..][-n]."""
+    """This command's log: logs/bouquet-eval/<time>-<pid>-<command>[-shard..][-dry-run]."""
     shard = getattr(args, "shard", None)
     part = f"-shard{shard.replace('/', 'of')}" if shard else ""
-    dry = "-dry-run" if args.dry_run else ""
+    dry = "-dry-run" if getattr(args, "dry_run", False) else ""
     name = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}{dry}.log"
     log = folder / LOGS / name
     log.parent.mkdir(parents=True, exist_ok=True)
