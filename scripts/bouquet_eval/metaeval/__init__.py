@@ -1,0 +1,1 @@
+"""Meta-evaluation: how well each metric agrees with human judgements, per direction."""

@@ -1,0 +1,25 @@
+"""Rule script: correlations.csv, every metric's agreement with the human judgements."""
+
+from pathlib import Path
+
+from bouquet_eval.io import write_atomically
+from bouquet_eval.jobs import SnakemakeJob, job_logging
+from bouquet_eval.metaeval.correlations import Settings, correlations, oriented
+from bouquet_eval.metaeval.inputs import metric_scores, scored_columns
+
+
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]) as log:
+        plan = snakemake.params.plan
+        table = plan.judgements.load(plan.dataset.directions())
+        columns, lower_is_better = scored_columns(plan.metrics, plan.config)
+        folders = {system: model.folder for system, model in plan.judged.items()}
+        scores = oriented(metric_scores(table, folders, columns), set(lower_is_better))
+        frame = correlations(table, scores, Settings.of(plan.config))
+        output = Path(snakemake.output[0])
+        write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
+        log.info("%d judged translations, %d metrics: %s", len(table), len(columns), output)
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

@@ -1,0 +1,411 @@
+"""Meta-evaluation: judgement tables in, checked before any job; agreement statistics equal to
+scipy.stats and to straightforward references; correlations.csv through the workflow's own
+score jobs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sacrebleu
+from scipy import stats as scipy_stats
+
+from bouquet_eval.config import ConfigError
+from bouquet_eval.data import Direction
+from bouquet_eval.metaeval.agreement import (
+    Items,
+    acc_eq,
+    kendall_tau_b,
+    pearson,
+    permutation_p,
+    spearman,
+    standardized,
+    swap_masks,
+)
+from bouquet_eval.metaeval.correlations import Settings, correlations
+from bouquet_eval.metaeval.judgements import (
+    JudgementError,
+    check_judgements,
+    read_table,
+    resolve_judgements,
+)
+from bouquet_eval.stats import Resampling, benjamini_hochberg, percentile_interval
+
+from .conftest import SAMPLE, Workflow
+from .workflow_configs import SMALL_JOBS
+
+TOLERANCE = 1e-9
+DEFAULT_COLUMNS = {
+    "src_lang": "src_lang",
+    "tgt_lang": "tgt_lang",
+    "source": "src_text",
+    "translation": "mt_text",
+    "reference": "tgt_text",
+    "system": "system",
+    "score": "score",
+    "segment": "uniq_id",
+}
+DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "arb_Arab-fra_Latn"]
+SYSTEMS = ["alpha", "beta", "gamma", "delta"]
+
+
+def synthetic_judgements(segments: int = 12, seed: int = 7) -> pd.DataFrame:
+    """Met-BOUQuET's assumed layout: systems of known quality (alpha best), human scores on a
+    1-5 scale with ties, and texts whose closeness to the reference follows the score."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for direction in DIRECTIONS:
+        src, tgt = direction.split("-")
+        for segment in range(segments):
+            reference = f"the reference sentence number {segment} of {direction} reads well"
+            for quality, system in enumerate(SYSTEMS):
+                score = int(np.clip(5 - quality + rng.integers(-1, 2), 1, 5))
+                words = reference.split()
+                kept = max(1, round(len(words) * score / 5))
+                rows.append(
+                    {
+                        "src_lang": src,
+                        "tgt_lang": tgt,
+                        "src_text": f"source {segment} {direction}",
+                        "mt_text": " ".join(words[:kept] + ["noise"] * (5 - score)),
+                        "tgt_text": reference,
+                        "system": system,
+                        "score": score,
+                        "uniq_id": f"seg{segment:03d}",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def checked(frame: pd.DataFrame, path: Path = Path("judged.parquet"), **kwargs) -> pd.DataFrame:
+    return check_judgements(frame, path, DEFAULT_COLUMNS, **kwargs)
+
+
+# --- Statistics against scipy.stats and references -------------------------------------------
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 50, 400])
+def test_correlations_equal_scipy(size: int) -> None:
+    rng = np.random.default_rng(size)
+    for x, y in (
+        (rng.normal(size=size), rng.normal(size=size)),
+        (rng.integers(0, 4, size).astype(float), rng.normal(size=size).round(1)),
+        (rng.integers(0, 3, size).astype(float), rng.integers(0, 3, size).astype(float)),
+    ):
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            continue
+        assert abs(pearson(x, y) - scipy_stats.pearsonr(x, y).statistic) < TOLERANCE
+        assert abs(spearman(x, y) - scipy_stats.spearmanr(x, y).statistic) < TOLERANCE
+        expected = scipy_stats.kendalltau(x, y, variant="b").statistic
+        assert abs(kendall_tau_b(x, y) - expected) < TOLERANCE
+
+
+def reference_acc_eq(human, metric, items) -> tuple[float, float]:
+    """Pairs within items, every candidate epsilon tried in turn."""
+    pairs = [
+        (i, j) for i in range(len(items)) for j in range(i + 1, len(items)) if items[i] == items[j]
+    ]
+    candidates = sorted({0.0} | {abs(metric[i] - metric[j]) for i, j in pairs})
+    best = (-1.0, 0.0)
+    for epsilon in candidates:
+        right = 0
+        for i, j in pairs:
+            human_delta, metric_delta = human[i] - human[j], metric[i] - metric[j]
+            if abs(metric_delta) <= epsilon:
+                right += human_delta == 0
+            else:
+                right += human_delta != 0 and (human_delta > 0) == (metric_delta > 0)
+        accuracy = right / len(pairs)
+        if accuracy > best[0]:
+            best = (accuracy, epsilon)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_acc_eq_equals_the_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, 8, 40)
+    human = rng.integers(0, 3, 40).astype(float)
+    metric = (human + rng.normal(scale=1.5, size=40)).round(seed % 3)
+    accuracy, epsilon = acc_eq(human, metric, items)
+    expected_accuracy, expected_epsilon = reference_acc_eq(human, metric, items)
+    assert abs(accuracy - expected_accuracy) < TOLERANCE
+    assert abs(epsilon - expected_epsilon) < TOLERANCE
+
+
+def test_permutation_test_equals_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 60).astype(float)
+    good = human + rng.normal(scale=1.0, size=60)
+    poor = human + rng.normal(scale=3.0, size=60)
+    items = np.repeat(np.arange(15), 4)
+    for statistic, function in (
+        ("kendall", lambda h, m: scipy_stats.kendalltau(m, h).statistic),
+        ("pearson", lambda h, m: scipy_stats.pearsonr(m, h).statistic),
+        ("acc_eq", lambda h, m: reference_acc_eq(h, m, items)[0]),
+    ):
+        trials = 30 if statistic == "acc_eq" else 200
+        delta, p = permutation_p(statistic, human, good, poor, items, 11, trials)
+        a, b = standardized(good), standardized(poor)
+        observed = function(human, a) - function(human, b)
+        count = 0
+        for mask in swap_masks(11, trials, human.size):
+            swapped = function(human, np.where(mask, b, a)) - function(human, np.where(mask, a, b))
+            count += swapped >= observed - 1e-9
+        assert abs(delta - observed) < TOLERANCE
+        assert abs(p - (count + 1) / (trials + 1)) < TOLERANCE
+
+
+def scipy_row(part: pd.DataFrame, metric: str) -> dict[str, float]:
+    """The statistics of one scope, computed independently."""
+    human, values = part["human"].to_numpy(float), part[metric].to_numpy(float)
+    items = (part["src_lang"] + part["tgt_lang"] + part["segment"]).to_numpy()
+    row = {
+        "pearson": scipy_stats.pearsonr(values, human).statistic,
+        "spearman": scipy_stats.spearmanr(values, human).statistic,
+        "kendall": scipy_stats.kendalltau(values, human).statistic,
+        "acc_eq": reference_acc_eq(human, values, items)[0],
+    }
+    agreeing = pairs = 0
+    for _, direction in part.groupby(["src_lang", "tgt_lang"]):
+        means = direction.groupby("system")[["human", metric]].mean()
+        if len(means) < 3:
+            continue
+        for a, b in itertools.combinations(means.index, 2):
+            pairs += 1
+            agreeing += np.sign(means.loc[a, "human"] - means.loc[b, "human"]) == np.sign(
+                means.loc[a, metric] - means.loc[b, metric]
+            )
+        if part[["src_lang", "tgt_lang"]].drop_duplicates().shape[0] == 1:
+            row["system_pearson"] = scipy_stats.pearsonr(means[metric], means["human"]).statistic
+    row["system_accuracy"] = agreeing / pairs
+    return row
+
+
+def test_correlations_csv_rows_equal_independent_computations() -> None:
+    table = checked(synthetic_judgements())
+    rng = np.random.default_rng(5)
+    table["close"] = table["human"] + rng.normal(scale=0.7, size=len(table))
+    table["far"] = table["human"] + rng.normal(scale=3.0, size=len(table))
+    settings = Settings(bootstrap_resamples=40, permutation_trials=60, decide_by="kendall")
+    scores = {m: table[m].to_numpy() for m in ("close", "far")}
+    frame = correlations(table, scores, settings)
+    assert set(frame["name"]) == {*DIRECTIONS, "all", "into_english", "out_of_english"}
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    scope_rows = {
+        **{name: table[direction == name] for name in DIRECTIONS},
+        "all": table,
+        "into_english": table[table["tgt_lang"] == "eng_Latn"],
+        "out_of_english": table[table["src_lang"] == "eng_Latn"],
+    }
+    for record in frame.itertuples():
+        part = scope_rows[record.name]
+        assert record.n_segments == len(part) and record.n_systems == 4
+        for statistic, value in scipy_row(part, record.metric).items():
+            assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
+    # The known structure: the close metric is best everywhere, significantly after correction.
+    best = frame[frame["best"]]
+    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 7
+    tested = frame[~frame["best"]]
+    assert tested["best_significantly_better"].all()
+    assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
+
+
+def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
+    table = checked(synthetic_judgements(segments=10))
+    one = table[(table["src_lang"] == "eng_Latn")].reset_index(drop=True)
+    metric = one["human"].to_numpy() + np.random.default_rng(1).normal(size=len(one))
+    frame = correlations(one, {"m": metric}, Settings(bootstrap_resamples=50, permutation_trials=5))
+    row = frame.iloc[0]
+    segments = sorted(one["segment"].unique())
+    draws = Resampling(bootstrap_resamples=50).bootstrap_weights(len(segments))
+    samples = []
+    for counts in draws:
+        picked = [i for s, c in zip(segments, counts, strict=True) for i in [s] * int(c)]
+        rows = pd.concat([one[one["segment"] == s] for s in picked])
+        samples.append(scipy_stats.kendalltau(metric[rows.index], rows["human"]).statistic)
+    low, high = percentile_interval(np.array(samples))
+    assert abs(row["kendall_low"] - low) < TOLERANCE and abs(row["kendall_high"] - high) < TOLERANCE
+
+
+def test_items_resample_keeps_copies_apart() -> None:
+    grouped = Items.of(np.array([2, 0, 2, 1, 0]))
+    rows, copies = grouped.resample(np.array([0, 2, 1]))
+    assert sorted(rows.tolist()) == [0, 2, 3, 3]
+    assert len(set(copies.tolist())) == 3
+
+
+# --- Tables in, faults named ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".tsv", ".jsonl"])
+def test_every_table_format_reads_the_same(tmp_path: Path, suffix: str) -> None:
+    frame = synthetic_judgements(segments=3)
+    path = tmp_path / f"judged{suffix}"
+    if suffix == ".parquet":
+        frame.to_parquet(path)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+    table = check_judgements(read_table(path), path, DEFAULT_COLUMNS)
+    assert table["human"].tolist() == frame["score"].astype(float).tolist()
+    assert table["segment"].tolist() == frame["uniq_id"].tolist()
+
+
+def test_faults_are_named_by_file_row_and_field(tmp_path: Path) -> None:
+    frame = synthetic_judgements(segments=2)
+    path = tmp_path / "judged.csv"
+    with pytest.raises(JudgementError, match=r"judged.csv: missing score \(column 'score'\)"):
+        checked(frame.drop(columns="score"), path)
+    bad = frame.astype({"score": object})
+    bad.loc[4, "score"] = "n/a"
+    with pytest.raises(JudgementError, match=r"judged.csv, row 5, field score \(column 'score'\)"):
+        checked(bad, path)
+    unknown = frame.copy()
+    unknown.loc[3, "tgt_lang"] = "xyz_Latn"
+    known = [Direction.parse(name) for name in DIRECTIONS]
+    with pytest.raises(JudgementError, match=r"row 4, field src_lang.*not a direction"):
+        checked(unknown, path, known_directions=known)
+    malformed = frame.copy()
+    malformed.loc[0, "src_lang"] = "English"
+    with pytest.raises(JudgementError, match=r"row 1, field src_lang.*not a BOUQuET language"):
+        checked(malformed, path)
+
+
+def test_met_bouquet_columns_that_differ_are_named(tmp_path: Path) -> None:
+    frame = synthetic_judgements(segments=1).rename(columns={"score": "xsts"})
+    with pytest.raises(JudgementError, match=r"docs/metaeval.md assumes.*metaeval.columns"):
+        check_judgements(frame, tmp_path / "m.parquet", DEFAULT_COLUMNS, assumed_layout=True)
+    mapped = {**DEFAULT_COLUMNS, "score": "xsts"}
+    assert len(check_judgements(frame, tmp_path / "m.parquet", mapped)) == len(frame)
+
+
+def test_judgements_off_by_default_and_missing_file_named(tmp_path: Path) -> None:
+    settings = {"judgements": None, "columns": DEFAULT_COLUMNS, "higher_is_better": True}
+    assert resolve_judgements(settings) is None
+    with pytest.raises(ConfigError, match=r"metaeval.judgements: file .* not found"):
+        resolve_judgements({**settings, "judgements": str(tmp_path / "absent.csv")})
+
+
+# --- Through the workflow --------------------------------------------------------------------
+
+
+def sample_judgements() -> pd.DataFrame:
+    """Three systems' translations of the sample's sentences in two of its directions."""
+    rows = []
+    for name in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        sentences = pd.read_parquet(SAMPLE / f"{name}.parquet")
+        for position, sentence in enumerate(sentences.itertuples()):
+            words = sentence.tgt_text.split()
+            for quality, system in enumerate(("good", "fair", "poor")):
+                kept = words[: max(1, len(words) - quality * (1 + position % 3))]
+                rows.append(
+                    {
+                        "src_lang": sentence.src_lang,
+                        "tgt_lang": sentence.tgt_lang,
+                        "src_text": sentence.src_text,
+                        "mt_text": " ".join(kept),
+                        "tgt_text": sentence.tgt_text,
+                        "system": system,
+                        "score": 5 - quality - (position % 2),
+                        "uniq_id": sentence.uniq_id,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def metaeval_config(judgements: Path, **metaeval) -> dict:
+    return {
+        "dataset": {"path": str(SAMPLE)},
+        "shards": 1,
+        "metrics": ["chrf", "bleu"],
+        "resources": SMALL_JOBS,
+        "statistics": {"bootstrap_resamples": 20},
+        "metaeval": {"judgements": str(judgements), "permutation_trials": 20, **metaeval},
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+
+
+def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    table = sample_judgements()
+    path = tmp_path / "judged.parquet"
+    table.to_parquet(path)
+    workflow.write_config(metaeval_config(path))
+    workflow.run("metaeval")
+    runs = workflow.workdir / "runs"
+    frame = pd.read_csv(runs / "metaeval" / "correlations.csv")
+    # The score jobs scored each system: one log per job, its scored files beside.
+    for system in ("good", "fair", "poor"):
+        logs = list((workflow.workdir / "logs" / "metaeval" / system / "score").glob("*.log"))
+        assert logs, system
+    # chrF++ as sacreBLEU scores each translation, correlated independently.
+    chrf = sacrebleu.CHRF(word_order=2)
+    table["chrfpp"] = [
+        chrf.sentence_score(mt, [ref]).score
+        for mt, ref in zip(table["mt_text"], table["tgt_text"], strict=True)
+    ]
+    for name in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        part = table[table["src_lang"] + "-" + table["tgt_lang"] == name]
+        row = frame[(frame["name"] == name) & (frame["metric"] == "chrfpp")].iloc[0]
+        expected = scipy_stats.kendalltau(part["chrfpp"], part["score"]).statistic
+        assert abs(row["kendall"] - expected) < TOLERANCE
+        assert row["n_segments"] == len(part) and row["n_systems"] == 3
+    assert set(frame["metric"]) == {"chrfpp", "bleu"}
+    # Resumable: a second run has nothing to do.
+    again = workflow.run("metaeval")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize(
+    ("fault", "named"),
+    [
+        ("missing column", r"judged.csv: missing score \(column 'score'\)"),
+        ("non-numeric score", r"judged.csv, row 3, field score \(column 'score'\): is 'good'"),
+        (
+            "unknown direction",
+            r"judged.csv, row 2, field src_lang .*not a direction of the dataset",
+        ),
+    ],
+)
+def test_bad_judgements_stop_the_run_before_any_job(
+    workflow: Workflow, tmp_path: Path, fault: str, named: str
+) -> None:
+    table = sample_judgements().astype({"score": object})
+    if fault == "missing column":
+        table = table.drop(columns="score")
+    elif fault == "non-numeric score":
+        table.loc[2, "score"] = "good"
+    else:
+        table.loc[1, ["src_lang", "tgt_lang"]] = ["eng_Latn", "swh_Latn"]
+    path = tmp_path / "judged.csv"
+    table.to_csv(path, index=False)
+    workflow.write_config(metaeval_config(path))
+    result = workflow.run("metaeval", check=False)
+    assert result.returncode != 0
+    assert re.search(named, result.stderr), result.stderr
+    assert not (workflow.workdir / "runs").exists()
+    assert not (workflow.workdir / "logs").exists()
+
+
+def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path) -> None:
+    table = sample_judgements().rename(columns={"score": "xsts", "system": "engine"})
+    path = tmp_path / "judged.jsonl"
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table.to_dict("records")),
+        encoding="utf-8",
+    )
+    config = metaeval_config(path, columns={"score": "xsts", "system": "engine"})
+    workflow.write_config(config)
+    plan = workflow.run("metaeval", "--dry-run").stdout
+    jobs = dict(re.findall(r"^(\S+)\s+(\d+)$", plan, re.MULTILINE))
+    assert jobs["metaeval"] == "1" and jobs["metaeval_inputs"] == "1"
+    score_jobs = {rule: count for rule, count in jobs.items() if rule.startswith("score_metaeval_")}
+    assert set(score_jobs) == {f"score_metaeval_{s}_shard0of1" for s in ("good", "fair", "poor")}
