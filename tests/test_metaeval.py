@@ -37,6 +37,8 @@ from bouquet_eval.metaeval.judgements import (
 from bouquet_eval.stats import Resampling, benjamini_hochberg, percentile_interval
 
 from .conftest import SAMPLE, Workflow
+from .hub_datasets import bouquet_on_hub
+from .hub_server import HubServer, files_of
 from .workflow_configs import SMALL_JOBS
 
 TOLERANCE = 1e-9
@@ -409,3 +411,68 @@ def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path
     assert jobs["metaeval"] == "1" and jobs["metaeval_inputs"] == "1"
     score_jobs = {rule: count for rule, count in jobs.items() if rule.startswith("score_metaeval_")}
     assert set(score_jobs) == {f"score_metaeval_{s}_shard0of1" for s in ("good", "fair", "poor")}
+
+
+# --- Met-BOUQuET from the Hub ----------------------------------------------------------------
+
+
+def met_bouquet_config() -> dict:
+    return {
+        "dataset": {"name": "facebook/bouquet", "revision": "main"},
+        "shards": 1,
+        "metrics": ["chrf"],
+        "resources": SMALL_JOBS,
+        "statistics": {"bootstrap_resamples": 10},
+        "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+
+
+def test_met_bouquet_is_prefetched_then_evaluated_offline(
+    dataset: Path, tmp_path: Path, workflow: Workflow
+) -> None:
+    table = sample_judgements()
+    half = len(table) // 2
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        judged = tmp_path / "judged"
+        (judged / "test").mkdir(parents=True)
+        table.iloc[:half].to_parquet(judged / "test" / "part-0.parquet")
+        table.iloc[half:].to_parquet(judged / "test" / "part-1.parquet")
+        bouquet.commit(files_of(judged, "met_bouquet/"))
+        hub.grant("hf_reader", bouquet)
+        workflow.write_config(met_bouquet_config())
+        cache = tmp_path / "hf"
+        workflow.run("prefetch", env=hub.environment(cache, token="hf_reader"))
+        assert {"met_bouquet/test/part-0.parquet", "met_bouquet/test/part-1.parquet"} <= {
+            download.split("/", 3)[3] for download in hub.downloads()
+        }
+        log = (workflow.workdir / "logs" / "prefetch.log").read_text()
+        assert "metaeval judgements:" in log and bouquet.branches["main"] in log
+        hub.clear()
+        workflow.run("metaeval", env={**hub.environment(cache), "HF_HUB_OFFLINE": "1"})
+        assert hub.requests == []
+    frame = pd.read_csv(workflow.workdir / "runs" / "metaeval" / "correlations.csv")
+    assert frame[frame["name"] == "all"]["n_segments"].tolist() == [len(table)]
+
+
+def test_met_bouquet_layout_that_differs_is_named(
+    dataset: Path, tmp_path: Path, workflow: Workflow
+) -> None:
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        workflow.write_config(met_bouquet_config())
+        environment = hub.environment(tmp_path / "hf", token="hf_reader")
+        result = workflow.run("metaeval", "--dry-run", check=False, env=environment)
+        assert result.returncode != 0
+        assert "no parquet files under met_bouquet/" in result.stderr
+        assert "top-level entries README.md, benchmark_data" in result.stderr
+        judged = tmp_path / "judged"
+        judged.mkdir()
+        sample_judgements().rename(columns={"score": "xsts"}).to_parquet(judged / "all.parquet")
+        bouquet.commit(files_of(judged, "met_bouquet/"))
+        result = workflow.run("metaeval", "--dry-run", check=False, env=environment)
+    assert result.returncode != 0
+    assert "all.parquet: missing score (column 'score')" in result.stderr
+    assert "differ from the layout docs/metaeval.md assumes" in result.stderr

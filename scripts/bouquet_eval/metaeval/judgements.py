@@ -38,7 +38,8 @@ MET_BOUQUET = "met-bouquet"
 # named by `met_bouquet_files` and `check_judgements`.
 MET_BOUQUET_REPOSITORY = "facebook/bouquet"
 MET_BOUQUET_FOLDER = "met_bouquet"
-MET_BOUQUET_PATTERN = f"{MET_BOUQUET_FOLDER}/**/*.parquet"
+# The Hub matches patterns with fnmatch, whose `*` also matches `/`: files at any depth.
+MET_BOUQUET_PATTERN = f"{MET_BOUQUET_FOLDER}/*.parquet"
 
 FIELDS: tuple[str, ...] = ("src_lang", "tgt_lang", "source", "translation", "reference")
 FIELDS += ("system", "score", "segment")
