@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -476,3 +478,22 @@ def test_met_bouquet_layout_that_differs_is_named(
     assert result.returncode != 0
     assert "all.parquet: missing score (column 'score')" in result.stderr
     assert "differ from the layout docs/metaeval.md assumes" in result.stderr
+
+
+def test_the_metaeval_subcommand(tmp_path: Path) -> None:
+    path = tmp_path / "judged.csv"
+    sample_judgements().to_csv(path, index=False)
+    quick = {"statistics": {"bootstrap_resamples": 20}, "metaeval": {"permutation_trials": 20}}
+    (tmp_path / "quick.yaml").write_text(json.dumps(quick), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bouquet_eval", "metaeval", "--output-dir", "runs/judged",
+         "--judgements", "judged.csv", "--metrics", "chrf", "--dataset-path", str(SAMPLE),
+         "--cores", "2", "--", "--configfile", "quick.yaml"],
+        cwd=tmp_path, env=Workflow.environment(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "agreement with people in" in result.stdout
+    frame = pd.read_csv(tmp_path / "runs" / "metaeval" / "correlations.csv")
+    assert set(frame["metric"]) == {"chrfpp"} and len(frame) == 2 + 3
+    saved = (tmp_path / "runs" / "judged" / "bouquet-eval.yaml").read_text(encoding="utf-8")
+    assert f"judgements: {path}" in saved
