@@ -441,7 +441,7 @@ def test_met_bouquet_is_prefetched_then_evaluated_offline(
         (judged / "test").mkdir(parents=True)
         table.iloc[:half].to_parquet(judged / "test" / "part-0.parquet")
         table.iloc[half:].to_parquet(judged / "test" / "part-1.parquet")
-        bouquet.commit(files_of(judged, "met_bouquet/"))
+        bouquet.commit(dict(files_of(judged, "met_bouquet/")))
         hub.grant("hf_reader", bouquet)
         workflow.write_config(met_bouquet_config())
         cache = tmp_path / "hf"
@@ -473,7 +473,7 @@ def test_met_bouquet_layout_that_differs_is_named(
         judged = tmp_path / "judged"
         judged.mkdir()
         sample_judgements().rename(columns={"score": "xsts"}).to_parquet(judged / "all.parquet")
-        bouquet.commit(files_of(judged, "met_bouquet/"))
+        bouquet.commit(dict(files_of(judged, "met_bouquet/")))
         result = workflow.run("metaeval", "--dry-run", check=False, env=environment)
     assert result.returncode != 0
     assert "all.parquet: missing score (column 'score')" in result.stderr
