@@ -17,9 +17,16 @@ import pytest
 import sacrebleu
 from scipy import stats as scipy_stats
 
-from bouquet_eval.config import ConfigError
-from bouquet_eval.data import Direction
-from bouquet_eval.metaeval.agreement import (
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_interval
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.judgements import (
+    JudgementError,
+    check_judgements,
+    read_table,
+    resolve_judgements,
+)
+from bouquet_eval.results.agreement import (
     Items,
     acc_eq,
     kendall_tau_b,
@@ -29,14 +36,7 @@ from bouquet_eval.metaeval.agreement import (
     standardized,
     swap_masks,
 )
-from bouquet_eval.metaeval.correlations import Settings, correlations
-from bouquet_eval.metaeval.judgements import (
-    JudgementError,
-    check_judgements,
-    read_table,
-    resolve_judgements,
-)
-from bouquet_eval.stats import Resampling, benjamini_hochberg, percentile_interval
+from bouquet_eval.results.correlations import Settings, correlations
 
 from .conftest import SAMPLE, Workflow
 from .hub_datasets import bouquet_on_hub

@@ -2,10 +2,15 @@
 
 from pathlib import Path
 
-from bouquet_eval.io import write_atomically
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.metaeval.correlations import Settings, correlations, oriented
-from bouquet_eval.metaeval.inputs import metric_scores, scored_columns
+from bouquet_eval.core.io import write_atomically
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.results.correlations import (
+    Settings,
+    correlations,
+    metric_scores,
+    oriented,
+    scored_columns,
+)
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -1,7 +1,7 @@
 """Rule script: every judged system's translations and sentences, as the score jobs take them."""
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.metaeval.inputs import write_system_inputs
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.judgements import write_system_inputs
 
 
 def main(snakemake: SnakemakeJob) -> None:

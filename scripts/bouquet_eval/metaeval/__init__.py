@@ -1,1 +1,0 @@
-"""Meta-evaluation: how well each metric agrees with human judgements, per direction."""
