@@ -4,8 +4,10 @@ score jobs."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,10 +39,19 @@ from bouquet_eval.results.agreement import (
     swap_masks,
 )
 from bouquet_eval.results.correlations import Settings, correlations
+from bouquet_eval.results.trust import (
+    HEADLINE_STATES,
+    TRUST_STYLE,
+    agreement_notes,
+    trust_data,
+    trust_page,
+)
 
+from . import browser
 from .conftest import SAMPLE, Workflow
 from .hub_datasets import bouquet_on_hub
 from .hub_server import HubServer, files_of
+from .synthetic import bouquet_shaped_directions
 from .workflow_configs import SMALL_JOBS
 
 TOLERANCE = 1e-9
@@ -363,6 +374,7 @@ def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
         assert abs(row["kendall"] - expected) < TOLERANCE
         assert row["n_segments"] == len(part) and row["n_systems"] == 3
     assert set(frame["metric"]) == {"chrfpp", "bleu"}
+    assert "Which metric to trust" in (runs / "metaeval" / "which-metric.html").read_text()
     # Resumable: a second run has nothing to do.
     again = workflow.run("metaeval")
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -497,3 +509,113 @@ def test_the_metaeval_subcommand(tmp_path: Path) -> None:
     assert set(frame["metric"]) == {"chrfpp"} and len(frame) == 2 + 3
     saved = (tmp_path / "runs" / "judged" / "bouquet-eval.yaml").read_text(encoding="utf-8")
     assert f"judgements: {path}" in saved
+
+
+# --- The report page ----------------------------------------------------------------------
+
+
+SEGMENT_LEVEL = ("pearson", "spearman", "kendall", "acc_eq")
+
+
+def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.DataFrame:
+    """correlations.csv's columns for many directions: three metrics whose agreement varies by
+    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few)."""
+    rng = np.random.default_rng(seed)
+    metrics = ("chrfpp", "metricx", "glotlid_x_metricx")
+    records = []
+    for direction in directions:
+        levels = {"chrfpp": 0.45, "metricx": 0.55, "glotlid_x_metricx": 0.5}
+        if rng.random() < 0.1:
+            levels["glotlid_x_metricx"] = 0.02
+        values = {m: levels[m] + rng.normal(scale=0.05) for m in metrics}
+        best = max(values, key=values.__getitem__)
+        for metric in metrics:
+            value = values[metric]
+            p = 0.001 if values[best] - value > 0.08 else 0.4
+            records.append(
+                {
+                    "scope": "direction",
+                    "name": direction.name,
+                    "src_lang": direction.src_lang,
+                    "tgt_lang": direction.tgt_lang,
+                    "metric": metric,
+                    "n_segments": 854 * 4,
+                    "n_systems": 4,
+                    **{s: value for s in ("pearson", "spearman", "kendall", "acc_eq")},
+                    **{
+                        f"{s}_low": value - 0.04
+                        for s in ("pearson", "spearman", "kendall", "acc_eq")
+                    },
+                    **{
+                        f"{s}_high": value + 0.04
+                        for s in ("pearson", "spearman", "kendall", "acc_eq")
+                    },
+                    "acc_eq_epsilon": 0.1,
+                    "system_accuracy": 0.8,
+                    "best": metric == best,
+                    "p_vs_best": np.nan if metric == best else p,
+                    "p_vs_best_adjusted": np.nan if metric == best else p,
+                    "best_significantly_better": pd.NA if metric == best else p < 0.05,
+                }
+            )
+    for pool in ("all", "into_english", "out_of_english"):
+        for metric in metrics:
+            records.append(
+                {
+                    "scope": "pooled", "name": pool, "metric": metric,
+                    "n_segments": 854 * 4 * len(directions), "n_systems": 4,
+                    "kendall": 0.5, "kendall_low": 0.49, "kendall_high": 0.51,
+                    "acc_eq": 0.55, "acc_eq_low": 0.54, "acc_eq_high": 0.56,
+                    "system_accuracy": 0.8, "best": metric == "metricx",
+                    "best_significantly_better": pd.NA,
+                }
+            )  # fmt: skip
+    return pd.DataFrame(records)
+
+
+def test_trust_data_names_best_margin_and_headline_disagreement() -> None:
+    frame = correlations_at_scale([Direction.parse(name) for name in DIRECTIONS], seed=3)
+    data = trust_data(frame, "acc_eq", 0.05)
+    assert data["headline"] == "glotlid_x_metricx"
+    for row in data["directions"]:
+        rows = frame[(frame["name"] == row["direction"])].sort_values("acc_eq", ascending=False)
+        assert row["best"] == rows.iloc[0]["metric"]
+        assert abs(row["margin"] - (rows.iloc[0]["acc_eq"] - rows.iloc[1]["acc_eq"])) < 1e-4
+        headline = rows[rows["metric"] == "glotlid_x_metricx"].iloc[0]
+        worse = headline["best_significantly_better"] is True
+        assert (row["headline"] == HEADLINE_STATES["worse"]) == (
+            worse and headline["kendall_low"] > 0
+        )
+    assert data["directions"][0]["source"] == "Standard Arabic"  # arb_Arab-fra_Latn
+    notes = agreement_notes(frame, "acc_eq")
+    assert notes[0].startswith("chrfpp: acc-eq 0.550 [0.540, 0.560] with human judgements")
+
+
+def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
+    reason = browser.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    directions = bouquet_shaped_directions()
+    data = trust_data(correlations_at_scale(directions), "acc_eq", 0.05)
+    page_path = tmp_path / "which-metric.html"
+    page_path.write_text(trust_page(data, TRUST_STYLE), encoding="utf-8")
+    shots = Path(os.environ.get("BOUQUET_EVAL_SHOTS", tmp_path))
+
+    async def browse() -> None:
+        async with browser.chromium() as page:
+            await page.open(page_path.as_uri())
+            rows = await page.wait_for("document.getElementById('app').dataset.rows")
+            assert rows == str(len(directions)) == "1062"
+            pooled = await page.evaluate("document.querySelectorAll('#pooled tbody tr').length")
+            assert pooled == 9
+            await page.screenshot(shots / "metaeval-all.png")
+            await page.evaluate("document.querySelectorAll('.tabs button')[1].click()")
+            disagreeing = await page.wait_for(
+                "document.getElementById('app').dataset.view === 'disagree'"
+                " && document.getElementById('app').dataset.rows"
+            )
+            assert int(disagreeing) == data["disagreeing"] > 0
+            await page.screenshot(shots / "metaeval-disagree.png")
+            assert page.errors == []
+
+    asyncio.run(browse())

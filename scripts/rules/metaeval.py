@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pandas as pd
+
 from bouquet_eval.core.io import write_atomically
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
 from bouquet_eval.results.correlations import (
@@ -11,6 +13,8 @@ from bouquet_eval.results.correlations import (
     oriented,
     scored_columns,
 )
+from bouquet_eval.results.report import write_text
+from bouquet_eval.results.trust import TRUST_STYLE, trust_data, trust_page
 
 
 def main(snakemake: SnakemakeJob) -> None:
@@ -21,8 +25,11 @@ def main(snakemake: SnakemakeJob) -> None:
         folders = {system: model.folder for system, model in plan.judged.items()}
         scores = oriented(metric_scores(table, folders, columns), set(lower_is_better))
         frame = correlations(table, scores, Settings.of(plan.config))
-        output = Path(snakemake.output[0])
+        output = Path(snakemake.output.correlations)
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
+        settings = Settings.of(plan.config)
+        data = trust_data(pd.read_csv(output), settings.decide_by, settings.significance)
+        write_text(Path(snakemake.output.page), trust_page(data, TRUST_STYLE))
         log.info("%d judged translations, %d metrics: %s", len(table), len(columns), output)
 
 

@@ -22,7 +22,13 @@ rule metaeval:
     input:
         scored=judged_scored,
     output:
-        OUTPUT_DIR / "metaeval" / "correlations.csv",
+        correlations=OUTPUT_DIR / "metaeval" / "correlations.csv",
+        page=report(
+            OUTPUT_DIR / "metaeval" / "which-metric.html",
+            caption="../report/trust.rst",
+            category="9. Which metric to trust",
+            labels={"figure": "agreement with people, per direction"},
+        ),
     log:
         "logs/metaeval/correlations.log",
     benchmark:
