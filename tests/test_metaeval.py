@@ -378,6 +378,10 @@ def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
     # Resumable: a second run has nothing to do.
     again = workflow.run("metaeval")
     assert "Nothing to be done" in again.stdout + again.stderr
+    # The leaderboard notes each metric's pooled agreement.
+    workflow.run()
+    (page,) = (runs / "report").glob("leaderboard*.html")
+    assert "Agreement with people: chrfpp: acc-eq " in page.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from bouquet_eval.results.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.results.trust import agreement_notes
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -38,6 +39,10 @@ def main(snakemake: SnakemakeJob) -> None:
         lower = lower_is_better_columns(metrics)
         resampling = Resampling(**snakemake.config["statistics"])
         board = build_leaderboard(results, columns, lower, resampling)
+        for path in snakemake.input.agreement:
+            board.attrs["agreement"] = agreement_notes(
+                pd.read_csv(path), plan.config["metaeval"]["decide_by"]
+            )
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 

@@ -466,3 +466,10 @@ def judged_scored(wildcards):
         for model in PLAN.judged.values()
         for direction in DIRECTIONS_OF_JUDGED[model.name]
     ]
+
+
+def judged_agreement():
+    """correlations.csv when human judgements are configured (metaeval.smk), else nothing."""
+    if PLAN.judgements is None:
+        return []
+    return [str(OUTPUT_DIR / "metaeval" / "correlations.csv")]

@@ -6,6 +6,8 @@ rule leaderboard:
         scored_rows=model_files("scored_rows.parquet"),
         timing=model_files("timing.csv"),
         manifests=model_files("manifest.json"),
+        # With human judgements configured, the page notes each metric's agreement with them.
+        agreement=judged_agreement(),
     output:
         csv=OUTPUT_DIR / "leaderboard.csv",
         markdown=OUTPUT_DIR / "leaderboard.md",

@@ -425,6 +425,10 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         for r in board.to_dict(orient="records")
         if r["note"]
     ]
+    # Each metric's pooled agreement with human judgements, where they were evaluated.
+    notes += [
+        f"Agreement with people: {html.escape(note)}." for note in board.attrs.get("agreement", ())
+    ]
     body = (
         f'<div class="wide"><table id="leaderboard"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>\n"
