@@ -39,6 +39,7 @@ from bouquet_eval.results.agreement import (
     swap_masks,
 )
 from bouquet_eval.results.correlations import Settings, correlations
+from bouquet_eval.results.mtme_judged import export_judgements
 from bouquet_eval.results.trust import (
     HEADLINE_STATES,
     TRUST_STYLE,
@@ -51,6 +52,7 @@ from . import browser
 from .conftest import SAMPLE, Workflow
 from .hub_datasets import bouquet_on_hub
 from .hub_server import HubServer, files_of
+from .mtme_reader import read_language_pair
 from .synthetic import bouquet_shaped_directions
 from .workflow_configs import SMALL_JOBS
 
@@ -378,10 +380,38 @@ def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
     # Resumable: a second run has nothing to do.
     again = workflow.run("metaeval")
     assert "Nothing to be done" in again.stdout + again.stderr
+    check_mtme_export(runs / "mtme" / "metbouquet", frame)
     # The leaderboard notes each metric's pooled agreement.
     workflow.run()
     (page,) = (runs / "report").glob("leaderboard*.html")
     assert "Agreement with people: chrfpp: acc-eq " in page.read_text(encoding="utf-8")
+
+
+def check_mtme_export(test_set: Path, frame: pd.DataFrame) -> None:
+    """MTME's layout read as MTME reads it; its correlations, computed as MTME does over the
+    cells with a human score (no grouping; systems by their system-level files), are
+    correlations.csv's."""
+    for lp in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        pair = read_language_pair(test_set, lp)
+        assert set(pair.systems) == {"good", "fair", "poor"}
+        human_seg = pair.human["seg"]["human"]
+        for metric in ("chrfpp", "bleu"):
+            metric_seg = pair.scores["seg"][f"{metric}-refA"]
+            cells = [
+                (m, h)
+                for system in sorted(pair.systems)
+                for m, h in zip(metric_seg[system], human_seg[system], strict=True)
+                if h is not None
+            ]
+            m, h = np.array(cells).T
+            row = frame[(frame["name"] == lp) & (frame["metric"] == metric)].iloc[0]
+            assert abs(scipy_stats.kendalltau(m, h).statistic - row["kendall"]) < TOLERANCE
+            assert abs(scipy_stats.pearsonr(m, h).statistic - row["pearson"]) < TOLERANCE
+            systems = sorted(pair.systems)
+            metric_sys = [pair.scores["sys"][f"{metric}-refA"][s][0] for s in systems]
+            human_sys = [pair.human["sys"]["human"][s][0] for s in systems]
+            expected = scipy_stats.pearsonr(metric_sys, human_sys).statistic
+            assert abs(expected - row["system_pearson"]) < TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -623,3 +653,25 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
             assert page.errors == []
 
     asyncio.run(browse())
+
+
+def test_mtme_export_of_unjudged_cells(tmp_path: Path) -> None:
+    table = checked(synthetic_judgements(segments=6)).drop(index=[1, 13]).reset_index(drop=True)
+    rng = np.random.default_rng(2)
+    scores = {"chrfpp": table["human"].to_numpy() + rng.normal(size=len(table))}
+    frame = correlations(table, scores, Settings(bootstrap_resamples=5, permutation_trials=5))
+    export_judgements(tmp_path, table, scores, set())
+    lp = DIRECTIONS[0]
+    pair = read_language_pair(tmp_path, lp)
+    human = pair.human["seg"]["human"]
+    assert sum(value is None for values in human.values() for value in values) == 2
+    cells = np.array(
+        [
+            (m, h)
+            for system in pair.systems
+            for m, h in zip(pair.scores["seg"]["chrfpp-refA"][system], human[system], strict=True)
+            if h is not None
+        ]
+    ).T
+    row = frame[(frame["name"] == lp)].iloc[0]
+    assert abs(scipy_stats.kendalltau(*cells).statistic - row["kendall"]) < TOLERANCE

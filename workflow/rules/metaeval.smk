@@ -29,6 +29,8 @@ rule metaeval:
             category="9. Which metric to trust",
             labels={"figure": "agreement with people, per direction"},
         ),
+        # The judged translations with human and metric scores in MT Metrics Eval's layout.
+        mtme=directory(OUTPUT_DIR / "mtme" / "metbouquet"),
     log:
         "logs/metaeval/correlations.log",
     benchmark:

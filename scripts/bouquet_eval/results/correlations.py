@@ -34,6 +34,7 @@ from bouquet_eval.results.agreement import (
     permutation_p,
 )
 from bouquet_eval.results.leaderboard import lower_is_better_columns, score_columns
+from bouquet_eval.results.mtme import reference_free_columns
 
 ENGLISH = "eng_Latn"
 POOLS = ("all", "into_english", "out_of_english")
@@ -266,10 +267,20 @@ def metric_scores(
     }
 
 
-def scored_columns(
-    metric_names: Sequence[str], config: Mapping[str, object]
-) -> tuple[list[str], frozenset[str]]:
-    """The configured metrics' score columns, and those where lower is better: the one place
-    where meta-evaluation reads the metric registry."""
+@dataclass(frozen=True)
+class MetricColumns:
+    """What meta-evaluation needs to know of the configured metrics."""
+
+    columns: list[str]
+    """Their per-sentence score columns."""
+    lower_is_better: frozenset[str]
+    reference_free: set[str]
+    """Columns computed without the reference (named `-src` in MTME's layout)."""
+
+
+def scored_columns(metric_names: Sequence[str], config: Mapping[str, object]) -> MetricColumns:
+    """The one place where meta-evaluation reads the metric registry."""
     metrics = load_metrics(metric_names, dict(config))
-    return score_columns(metrics), lower_is_better_columns(metrics)
+    return MetricColumns(
+        score_columns(metrics), lower_is_better_columns(metrics), reference_free_columns(metrics)
+    )
