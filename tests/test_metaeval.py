@@ -106,7 +106,7 @@ def checked(frame: pd.DataFrame, path: Path = Path("judged.parquet"), **kwargs) 
 # --- Statistics against scipy.stats and references -------------------------------------------
 
 
-@pytest.mark.parametrize("size", [2, 3, 7, 50, 400])
+@pytest.mark.parametrize("size", [2, 3, 7, 50, 400, 2001, 5000])
 def test_correlations_equal_scipy(size: int) -> None:
     rng = np.random.default_rng(size)
     for x, y in (

@@ -66,20 +66,20 @@ def _inversions(ranks: np.ndarray) -> int:
     """Pairs i < j with ranks[i] > ranks[j], by a bottom-up merge sort of blocks in numpy."""
     n = ranks.size
     values = ranks.astype(np.int64)
+    positions = np.arange(n)
     total = 0
     width = 1
     while width < n:
-        block = np.arange(n) // (2 * width)
-        in_right = (np.arange(n) // width) % 2 == 1
-        # Each block's left half is sorted; offsetting by the block keeps blocks apart in one
+        block = positions // (2 * width)
+        in_right = (positions // width) % 2 == 1
+        # Each block's halves are sorted; offsetting by the block keeps blocks apart in one
         # global search: for a right-half value, the left-half values above it are inversions.
-        offset = block * (n + 1)
-        left_keys = values[~in_right] + offset[~in_right]
-        right_keys = values[in_right] + offset[in_right]
+        keys = values + block * (n + 1)
+        left_keys = keys[~in_right]
         left_block_end = np.searchsorted(left_keys, (block[in_right] + 1) * (n + 1), "left")
-        not_above = np.searchsorted(left_keys, right_keys, "right")
+        not_above = np.searchsorted(left_keys, keys[in_right], "right")
         total += int((left_block_end - not_above).sum())
-        values = values[np.lexsort((values, block))]  # merge: sort within blocks of 2 * width
+        values = np.sort(keys) - block * (n + 1)  # merge: each block of 2 * width sorted
         width *= 2
     return total
 
@@ -91,16 +91,20 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
         return float("nan")
     pairs = n * (n - 1) // 2
     tied_x, tied_y = _tied_pairs(x), _tied_pairs(y)
-    tied_both = _tied_pairs(np.unique(np.c_[x, y], axis=0, return_inverse=True)[1])
     order = np.lexsort((y, x))
-    y_ranks = np.unique(y, return_inverse=True)[1][order]
-    # Sorted by x then y: a pair tied in x is never an inversion, so inversions are discordant.
-    discordant = _inversions(y_ranks)
+    xs, ys = x[order], y[order]
+    changes = np.flatnonzero(np.r_[True, (xs[1:] != xs[:-1]) | (ys[1:] != ys[:-1]), True])
+    runs = np.diff(changes)
+    tied_both = int((runs * (runs - 1) // 2).sum())
+    # Sorted by x then y: a pair tied in x is never an inversion, so inversions are exactly
+    # the discordant pairs.
+    discordant = _inversions(np.unique(y, return_inverse=True)[1][order])
     concordant = pairs - tied_x - tied_y + tied_both - discordant
+    difference = concordant - discordant
     denominator = np.sqrt(float(pairs - tied_x) * float(pairs - tied_y))
     if denominator == 0:
         return float("nan")
-    return float((concordant - discordant) / denominator)
+    return float(difference / denominator)
 
 
 def item_pairs(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
