@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.aggregate import ENGLISH, GROUP_COLUMNS
-from bouquet_eval.compare import compare_models
+from bouquet_eval.compare import POOLED, compare_models
 from bouquet_eval.io import write_atomically
 from bouquet_eval.leaderboard import (
     ENGLISH_GROUPS,
@@ -32,7 +32,8 @@ from bouquet_eval.leaderboard import (
     metric_columns_of,
 )
 from bouquet_eval.metrics import COMPOSITE
-from bouquet_eval.stats import Resampling
+from bouquet_eval.resampled import ResampledScores, paired_bootstrap
+from bouquet_eval.stats import Resampling, benjamini_hochberg
 from bouquet_eval.views import results_data, results_page, sentences_data, sentences_page
 
 if TYPE_CHECKING:
@@ -527,7 +528,8 @@ def write_figures(
     primary = board.attrs["primary"]
     write_text(paths["leaderboard"], leaderboard_page(board, lower))
     columns = list(paths["distributions"])
-    versus = versus_baseline(board, rows, baseline, resampling)
+    statistics = {r.name: r.statistics(columns, resampling) for r in results}
+    versus = versus_baseline(board, rows, statistics, baseline, resampling)
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
     sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
@@ -544,15 +546,45 @@ def write_figures(
 def versus_baseline(
     board: pd.DataFrame,
     rows: Mapping[str, pd.DataFrame],
+    statistics: Mapping[str, ResampledScores],
     baseline: str | None,
     resampling: Resampling,
 ) -> pd.DataFrame | None:
-    """Paired tests of every ranked model against `baseline` on the primary metric, per
-    direction (`compare.compare_models`); None when fewer than two models are comparable."""
+    """Paired bootstrap tests of every ranked model against `baseline` on the primary metric,
+    per direction, with Benjamini-Hochberg corrected p-values (the columns of
+    `compare.compare_models`); None when fewer than two models are comparable.
+
+    They are the differences of the models' resamples (`resampled.paired_bootstrap`), or,
+    for a model that did not score the baseline's sentences in its order, from the rows."""
     ranked = board.loc[board["rank"].notna(), "model"].tolist()
     if baseline is None or baseline not in ranked:
         baseline = ranked[0] if ranked else None
     if baseline is None or len(ranked) < 2:
         return None
     primary = board.attrs["primary"]
-    return compare_models({m: rows[m] for m in ranked}, baseline, [primary], resampling)
+    base = statistics[baseline]
+    frames = []
+    for system in ranked:
+        if system == baseline:
+            continue
+        if not base.pairs_with(statistics[system], primary):
+            pair = {baseline: rows[baseline], system: rows[system]}
+            compared = compare_models(pair, baseline, [primary], resampling)
+            frames.append(compared[compared["src_lang"] != POOLED])
+            continue
+        paired = paired_bootstrap(base, statistics[system], primary)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "metric": primary,
+                    "baseline": baseline,
+                    "system": system,
+                    "src_lang": [src for src, _ in base.directions],
+                    "tgt_lang": [tgt for _, tgt in base.directions],
+                    "delta": paired.delta,
+                    "p_paired_bootstrap": paired.p_values,
+                    "p_paired_bootstrap_bh": benjamini_hochberg(paired.p_values),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
