@@ -186,18 +186,39 @@ def text_colour(background: Sequence[float]) -> str:
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
+DENSITY_BINS = 4096
+"""Bins of the histogram a violin's density is smoothed from (see `binned_density`)."""
+
+
+def binned_density(values: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """matplotlib's violin density (a Gaussian kernel with Scott's bandwidth, the standard
+    deviation times n^(-1/5)) of the sentence scores at `coords`, from a fine histogram of
+    them: a 854,000-sentence model costs one pass over its scores, not one kernel per sentence
+    and point. Bins are far narrower than the kernel (1/4096 of the range), so the curve
+    differs from the exact one by less than a line's width."""
+    counts, edges = np.histogram(values, bins=DENSITY_BINS, range=(coords[0], coords[-1]))
+    bandwidth = float(np.std(values, ddof=1)) * values.size ** (-1 / 5) if values.size > 1 else 0
+    if not bandwidth > 0:  # every score the same: a flat violin
+        return np.ones_like(coords)
+    centres = (edges[:-1] + edges[1:]) / 2
+    kernel = np.exp(-0.5 * ((coords[:, None] - centres[None, :]) / bandwidth) ** 2)
+    return kernel @ counts / (values.size * bandwidth * np.sqrt(2 * np.pi))
+
+
 def distributions(
     rows_by_model: Mapping[str, pd.DataFrame], column: str, lower: set[str]
 ) -> Figure:
     """Violin plots of sentence scores per model, with the mean marked."""
+    from matplotlib import cbook
+
     names = [name for name, rows in rows_by_model.items() if column in rows]
     values = [_finite(rows_by_model[name][column]) for name in names]
     figure = _figure(7.5, max(2.5, 0.6 * len(names) + 1.3))
     axes = figure.add_subplot()
     shown = [(i, v) for i, v in enumerate(values) if v.size]
     if shown:
-        axes.violinplot(
-            [v for _, v in shown],
+        axes.violin(
+            cbook.violin_stats([v for _, v in shown], binned_density),
             [i for i, _ in shown],
             orientation="horizontal",
             showmedians=True,
