@@ -13,12 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bouquet_eval.aggregate import GROUP_COLUMNS, direction_table
-from bouquet_eval.compare import compare_models
-from bouquet_eval.leaderboard import SENTENCE_KEY, ModelResults, build_leaderboard
-from bouquet_eval.report import versus_baseline
-from bouquet_eval.resampled import ResampledScores, paired_bootstrap
-from bouquet_eval.stats import (
+from bouquet_eval.core.stats import (
     Resampling,
     approximate_randomization_p,
     benjamini_hochberg,
@@ -27,6 +22,11 @@ from bouquet_eval.stats import (
     paired_samples,
     pool,
 )
+from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_table
+from bouquet_eval.results.compare import compare_models
+from bouquet_eval.results.leaderboard import SENTENCE_KEY, ModelResults, build_leaderboard
+from bouquet_eval.results.report import versus_baseline
+from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 
 RESAMPLING = Resampling(seed=5, bootstrap_resamples=300, ar_trials=500)
 DIRECTIONS = [
