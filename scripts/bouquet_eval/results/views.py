@@ -198,8 +198,12 @@ TEXT_COLUMNS = ("src_text", "ref_text", "mt_text")
 def worst_sentences(rows: pd.DataFrame, column: str, lower: bool, count: int) -> pd.DataFrame:
     """The `count` worst-scored sentences of each direction on `column` (missing scores last)."""
     usable = rows[[*GROUP_COLUMNS, "uniq_id", column]].dropna(subset=[column])
-    ordered = usable.sort_values(column, ascending=not lower, kind="stable")
-    return ordered.groupby(GROUP_COLUMNS, sort=False).head(count)
+    direction = usable.groupby(GROUP_COLUMNS, sort=False).ngroup().to_numpy()
+    scores = usable[column].to_numpy(dtype=float)
+    # By direction, then worst first; ties in the rows' order (lexsort is stable).
+    order = np.lexsort((-scores if lower else scores, direction))
+    starts = np.searchsorted(direction[order], direction[order])
+    return usable.iloc[order[np.arange(order.size) - starts < count]]
 
 
 def sample_sentences(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -212,28 +216,34 @@ def sample_sentences(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 def read_texts(path: Path, wanted: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """The `columns` of the rows of `wanted` (direction and uniq_id) in a scored_rows file.
 
-    The rows are picked out by pyarrow before anything becomes Python objects: a model's file
-    holds about 900,000 rows, the report a few thousand of them."""
+    The rows are picked out by pyarrow, a batch at a time, before anything becomes Python
+    objects: a model's file holds about 900,000 rows and their texts, the report a few
+    thousand of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    available = set(pq.read_schema(path).names)
-    read = [c for c in columns if c in available]
-    table = pq.read_table(path, columns=[*GROUP_COLUMNS, "uniq_id", *read])
-    for name in ("src_lang", "tgt_lang", "uniq_id"):
-        table = table.set_column(
-            table.schema.get_field_index(name), name, pc.cast(table[name], pa.string())
-        )
     keys = wanted[[*GROUP_COLUMNS, "uniq_id"]].astype(str).drop_duplicates()
-    joined = pc.binary_join_element_wise(
-        table["src_lang"], table["tgt_lang"], table["uniq_id"], "\x1f"
-    )
     wanted_keys = pa.array(
         (keys["src_lang"] + "\x1f" + keys["tgt_lang"] + "\x1f" + keys["uniq_id"]).tolist()
     )
-    chosen = table.filter(pc.is_in(joined, value_set=wanted_keys)).to_pandas()
-    return keys.merge(chosen, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
+    with pq.ParquetFile(path) as scored:
+        read = [c for c in columns if c in scored.schema_arrow.names]
+        chosen = []
+        for batch in scored.iter_batches(columns=[*GROUP_COLUMNS, "uniq_id", *read]):
+            table = pa.Table.from_batches([batch])
+            joined = pc.binary_join_element_wise(
+                *(pc.cast(table[name], pa.string()) for name in (*GROUP_COLUMNS, "uniq_id")),
+                "\x1f",
+            )
+            chosen.append(table.filter(pc.is_in(joined, value_set=wanted_keys)))
+    if not chosen:  # a file without rows
+        return keys.assign(**dict.fromkeys(read))
+    found = pa.concat_tables(chosen, promote_options="permissive").to_pandas()
+    found[["src_lang", "tgt_lang", "uniq_id"]] = found[["src_lang", "tgt_lang", "uniq_id"]].astype(
+        str
+    )
+    return keys.merge(found, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
 
 
 def sentences_data(
