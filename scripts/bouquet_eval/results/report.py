@@ -101,21 +101,21 @@ def dense_languages(scores: pd.DataFrame, limit: int) -> list[str]:
     kept are dropped one at a time (the peeling that approximates the densest subgraph) until
     `limit` remain; ties drop the code that sorts last, so the choice is deterministic.
     """
-    pairs = {(s, t) for s, t in zip(scores["src_lang"], scores["tgt_lang"], strict=True) if s != t}
-    kept = set(language_order(scores))
-    degree = {code: 0 for code in kept}
-    for src, tgt in pairs:
-        degree[src] += 1
-        degree[tgt] += 1
+    codes = language_order(scores)
+    index = {code: i for i, code in enumerate(codes)}
+    paired = np.zeros((len(codes), len(codes)), dtype=np.int64)
+    sources = scores["src_lang"].map(index).to_numpy()
+    targets = scores["tgt_lang"].map(index).to_numpy()
+    paired[sources, targets] = 1
+    np.fill_diagonal(paired, 0)
+    links = paired + paired.T  # directions between two languages, either way
+    degree = links.sum(axis=1)
+    kept = set(codes)
     while len(kept) > limit:
-        dropped = min(kept, key=lambda code: (degree[code], [-ord(c) for c in code]))
+        dropped = min(kept, key=lambda code: (degree[index[code]], [-ord(c) for c in code]))
         kept.remove(dropped)
-        for src, tgt in pairs:
-            if dropped in (src, tgt):
-                other = tgt if src == dropped else src
-                if other in kept:
-                    degree[other] -= 1
-    return [code for code in language_order(scores) if code in kept]
+        degree -= links[index[dropped]]
+    return [code for code in codes if code in kept]
 
 
 def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> Figure:
@@ -127,8 +127,8 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     scores = scores[shown]
     index = {code: i for i, code in enumerate(languages)}
     matrix = np.full((len(languages), len(languages)), np.nan)
-    for src, tgt, value in zip(scores["src_lang"], scores["tgt_lang"], scores[column], strict=True):
-        matrix[index[src], index[tgt]] = value
+    rows, columns = scores["src_lang"].map(index), scores["tgt_lang"].map(index)
+    matrix[rows.to_numpy(), columns.to_numpy()] = scores[column].to_numpy(dtype=float)
     annotated = len(languages) <= ANNOTATED_LANGUAGES
     size = max(4.0, INCH_PER_LANGUAGE[annotated] * len(languages) + 2.5)
     figure = _figure(size + 1.2, size)
