@@ -103,14 +103,15 @@ def direction_values(
         corpus[metric.corpus_column] = metric.corpus_score(totals)
     scores = {column: _float_values(table, column) for column in columns}
     uniq_ids = np.asarray(table["uniq_id"].to_numpy(zero_copy_only=False), dtype=str)
+    every = sentences_digest(uniq_ids)  # that of most columns: those scored everywhere
     return DirectionValues(
         src_lang=_only_value(table, "src_lang", source),
         tgt_lang=_only_value(table, "tgt_lang", source),
         n_sentences=table.num_rows,
         scores=scores,
         sentences={
-            column: sentences_digest(uniq_ids[np.isfinite(values)])
-            for column, values in scores.items()
+            column: every if finite.all() else sentences_digest(uniq_ids[finite])
+            for column, finite in ((c, np.isfinite(v)) for c, v in scores.items())
         },
         corpus=corpus,
         recomputed=tuple(recomputed),
