@@ -48,6 +48,15 @@ def names(count: int) -> list[str]:
     return [f"model-{number + 1}" for number in range(count)]
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory. Not getrusage's ru_maxrss: Linux keeps that across
+    exec, so a child would report the peak of the process that started it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def measured(step: str, function: Callable[[], None]) -> dict[str, Any]:
     started, cpu = time.perf_counter(), time.process_time()
     function()
@@ -55,7 +64,7 @@ def measured(step: str, function: Callable[[], None]) -> dict[str, Any]:
         "step": step,
         "wall_s": time.perf_counter() - started,
         "cpu_s": time.process_time() - cpu,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": peak_mb(),
     }
 
 
@@ -230,33 +239,39 @@ def main() -> None:
     statistics = in_child("statistics", str(output), "model-1")
     print(f"one model's statistics (its aggregation's share): {statistics['wall_s']:.1f} s wall, "
           f"{statistics['cpu_s']:.1f} CPU-s, {statistics['peak_mb']:.0f} MB peak")  # fmt: skip
-    jobs: dict[int, float] = {}
-    leaderboards: dict[int, float] = {}
+    jobs: dict[tuple[int, str], float] = {}
+    leaderboards: dict[tuple[int, str], float] = {}
     for count in [*sorted(arguments.models), largest + 1]:
         leaderboard, report = in_child("report", str(output), str(count))
         baseline = in_child("baseline", str(output), str(count))
-        jobs[count] = leaderboard["wall_s"] + report["wall_s"]
-        leaderboards[count] = leaderboard["wall_s"]
+        for clock in ("wall_s", "cpu_s"):
+            jobs[count, clock] = leaderboard[clock] + report[clock]
+            leaderboards[count, clock] = leaderboard[clock]
         print(
-            f"{count:>2} models: leaderboard {leaderboard['wall_s']:6.1f} s "
-            f"({leaderboard['cpu_s']:.1f} CPU-s, {leaderboard['peak_mb']:.0f} MB), "
-            f"+ report {report['wall_s']:6.1f} s ({report['cpu_s']:.1f} CPU-s, "
-            f"{report['peak_mb']:.0f} MB peak) = {jobs[count]:6.1f} s; baseline "
-            f"{baseline['wall_s']:5.1f} s ({baseline['peak_mb']:.0f} MB): "
-            f"{jobs[count] / baseline['wall_s']:.2f}x the baseline"
+            f"{count:>2} models: leaderboard {leaderboard['wall_s']:5.1f} s "
+            f"({leaderboard['cpu_s']:.1f} CPU-s, {leaderboard['peak_mb']:.0f} MB peak) + report "
+            f"{report['wall_s']:5.1f} s ({report['cpu_s']:.1f} CPU-s, {report['peak_mb']:.0f} MB "
+            f"peak) = {jobs[count, 'wall_s']:5.1f} s ({jobs[count, 'cpu_s']:.1f} CPU-s); baseline "
+            f"{baseline['wall_s']:4.1f} s ({baseline['cpu_s']:.1f} CPU-s, "
+            f"{baseline['peak_mb']:.0f} MB peak): "
+            f"{jobs[count, 'wall_s'] / baseline['wall_s']:.2f}x the baseline's wall time, "
+            f"{jobs[count, 'cpu_s'] / baseline['cpu_s']:.2f}x its CPU time"
         )
     small, large = (
         sorted(arguments.models)[-2:] if len(arguments.models) > 1 else (largest, largest)
     )
-    print(f"{small} -> {large} models: {jobs[large] / jobs[small]:.2f}x the time")
-    per_model = statistics["wall_s"]
-    for label, times in (("leaderboard", leaderboards), ("leaderboard + report", jobs)):
-        scratch = largest * per_model + times[largest]
-        added = per_model + times[largest + 1]
-        print(
-            f"adding a model to {largest} ({label}): {added:.1f} s against {scratch:.1f} s from "
-            f"scratch: {added / scratch:.2f} of it"
-        )
+    for clock in ("wall_s", "cpu_s"):
+        ratio = jobs[large, clock] / jobs[small, clock]
+        print(f"{small} -> {large} models: {ratio:.2f}x the {clock[:-2]} time")
+    for clock in ("wall_s", "cpu_s"):
+        per_model = statistics[clock]
+        for label, times in (("leaderboard", leaderboards), ("leaderboard + report", jobs)):
+            scratch = largest * per_model + times[largest, clock]
+            added = per_model + times[largest + 1, clock]
+            print(
+                f"adding a model to {largest} ({label}, {clock[:-2]}): {added:.1f} s against "
+                f"{scratch:.1f} s from scratch: {added / scratch:.2f} of it"
+            )
 
 
 if __name__ == "__main__":
