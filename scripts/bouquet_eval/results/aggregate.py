@@ -102,7 +102,13 @@ def direction_values(
             recomputed.append(metric.name)
         corpus[metric.corpus_column] = metric.corpus_score(totals)
     scores = {column: _float_values(table, column) for column in columns}
-    uniq_ids = np.asarray(table["uniq_id"].to_numpy(zero_copy_only=False), dtype=str)
+    # Rows without ids (scores made in memory) are known by their positions.
+    uniq_ids = np.asarray(
+        table["uniq_id"].to_numpy(zero_copy_only=False)
+        if "uniq_id" in table.column_names
+        else np.arange(table.num_rows),
+        dtype=str,
+    )
     every = sentences_digest(uniq_ids)  # that of most columns: those scored everywhere
     return DirectionValues(
         src_lang=_only_value(table, "src_lang", source),
