@@ -30,14 +30,20 @@ def main(snakemake: SnakemakeJob) -> None:
         models = snakemake.params.models
         metrics = load_metrics(snakemake.params.metrics, snakemake.config)
         columns = score_columns(metrics)
+        resampling = Resampling(**snakemake.config["statistics"])
+        inputs = snakemake.input
         results = read_results(
             models,
-            [Path(path) for path in snakemake.input.scores],
-            [Path(path) for path in snakemake.input.scored_rows],
+            [
+                (Path(scores), Path(rows), Path(resampled))
+                for scores, rows, resampled in zip(
+                    inputs.scores, inputs.scored_rows, inputs.resampled, strict=True
+                )
+            ],
             columns,
+            resampling,
         )
         lower = lower_is_better_columns(metrics)
-        resampling = Resampling(**snakemake.config["statistics"])
         board = build_leaderboard(results, columns, lower, resampling)
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
