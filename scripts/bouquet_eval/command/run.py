@@ -55,6 +55,7 @@ STAGES = {
     "run": ("translate", "score"),
     "prefetch": (),
     "leaderboard": (),
+    "metaeval": (),
 }
 
 PROGRESS_SECONDS = 5.0
@@ -66,8 +67,8 @@ PREFETCH_LOG = Path("logs") / "prefetch.log"
 def targets(command: str, sharded: bool) -> list[str]:
     """The workflow's targets: per-direction outputs, and a model's aggregates unless sharded
     (a shard's processes aggregate once all of them are done)."""
-    if command == "prefetch":
-        return ["prefetch"]
+    if command in ("prefetch", "metaeval"):
+        return [command]
     wanted = {"translate": "translations", "score": "scores"}
     chosen = [wanted[stage] for stage in STAGES[command]]
     if command != "translate" and not sharded:
@@ -384,6 +385,10 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
         return
     if command == "prefetch":
         print(f"bouquet-eval: fetched; what, at which commit: {folder / PREFETCH_LOG}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
+        return
+    if command == "metaeval":
+        print(f"bouquet-eval: agreement with people in {folder.parent / 'metaeval'}")
         print(f"bouquet-eval: Snakemake's full log: {log}")
         return
     print(f"bouquet-eval: results in {folder}")
