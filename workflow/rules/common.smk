@@ -419,7 +419,9 @@ def refuse_what_the_hub_cannot_give(jobs):
     """Stop the run before any job starts when a model or tokenizer its jobs would load is
     neither in the Hugging Face cache nor to be had from the Hub (the same list `prefetch`
     fetches), naming it and how to fetch it: not in a job, after its model's retries."""
-    translating = {job.params.model for job in jobs if job.rule.name.startswith("translate_")}
+    translating = {
+        job.params.model for job in jobs if job.rule.name.startswith("translate_")
+    }
     scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
     try:
         check_hub_needs(config, translating, scoring)
