@@ -29,6 +29,7 @@ from bouquet_eval.outputs import (
     scored_output,
     translation_output,
 )
+from bouquet_eval.received import ReceivedSubmission, SubmissionError, receive
 from bouquet_eval.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.sharding import assign_shards, take_part
 from bouquet_eval.translate import translation_settings
@@ -92,6 +93,8 @@ class Plan:
     metrics: Sequence[str]
     score_settings: Mapping[str, Any]
     """What decides a direction's scores (`outputs.score_settings`)."""
+    received: Mapping[str, ReceivedSubmission]
+    """Submissions received for verification (`submissions`), by model name."""
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
@@ -165,6 +168,7 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
+    received = receive_submissions(config["submissions"], dataset, home)
     return Plan(
         config=config,
         sources=sources,
@@ -175,8 +179,28 @@ def load_plan(
         models=models,
         metrics=tuple(config["metrics"]),
         score_settings=score_settings(config["metrics"], config),
+        received=received,
         secret_variables=secret_variables(config),
     )
+
+
+def receive_submissions(
+    paths: Sequence[str], dataset: DatasetSource, home: Mapping[str, str]
+) -> dict[str, ReceivedSubmission]:
+    """The received submissions, by model name, each read as data (see bouquet_eval.received)."""
+    received: dict[str, ReceivedSubmission] = {}
+    known = dataset.directions() if paths else []
+    for index, path in enumerate(paths):
+        key = f"submissions[{index}]"
+        submission = receive(expand_path(path, home), known, key)
+        if submission.name in received:
+            raise SubmissionError(
+                f"submissions '{received[submission.name].source}' and '{path}' are both of "
+                f"model '{submission.name}'",
+                key,
+            )
+        received[submission.name] = submission
+    return received
 
 
 def plan_model(

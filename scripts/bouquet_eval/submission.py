@@ -1,13 +1,11 @@
 """A model's leaderboard submission: a folder and a .tar.gz of the same files.
 
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
-it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml`,
-`COMMANDS.txt` (the exact command lines recorded in the manifest, and the one that verifies
-the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so
-that the folder can be dropped into `<output_dir>/<model>/` as it is and verified there with
-its own `config.yaml`: the latest run's configuration (which holds no secret) with this model
-alone, as translations provided in that folder; the model's entry as it was run heads the
-file as a comment.
+it: `scores.csv`, `manifest.json` (the configuration each run used, and its command line), every
+`<src>-<tgt>.jsonl` translation, `COMMANDS.txt` (the exact command lines recorded in the
+manifest) and `SHA256SUMS` (for `sha256sum -c`). No configuration to run with: a maintainer
+verifies a submission with their own (`submissions`, see bouquet_eval.received), and takes
+nothing from it but data.
 """
 
 from __future__ import annotations
@@ -22,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bouquet_eval.data import Direction
-from bouquet_eval.home import snakemake_command
 from bouquet_eval.io import atomic_path, file_sha256
 
 CHECKSUMS = "SHA256SUMS"
 COMMANDS = "COMMANDS.txt"
-CONFIG = "config.yaml"
 
 
 def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
@@ -44,35 +40,13 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
             f"snakemake {entry.get('snakemake_version')}, Python {entry.get('python_version')}",
             shlex.join(command) if command else "# (no command line recorded)",
         ]
-    folder = f"{entries[-1]['config']['output_dir']}/{model}"
     lines += [
         "",
-        f"# To check this submission: copy this folder to {folder}/ (where its config.yaml",
-        f"# expects it) and run, from the folder holding {folder}/ (the Snakefile is the",
-        "# workflow's own on the machine that made this file; elsewhere, name your copy's):",
-        f"# {snakemake_command('verify', [f'{folder}/{CONFIG}'])}",
+        "# A maintainer verifies this submission with their own configuration of the leaderboard",
+        "# (dataset, metrics, tolerances), taking from it only its name, scores.csv and",
+        "# translations: see docs/results.md of bouquet-eval, `Verifying a received submission`.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def verification_config(model: str, config: dict[str, Any]) -> str:
-    """`config` (as recorded in the manifest) as YAML, with `model` alone, provided from its
-    own folder; the entry it was run with heads the text as a comment."""
-    import yaml
-
-    as_run = [entry for entry in config["models"] if entry["name"] == model]
-    provided = {
-        "name": model,
-        "translator": "provided",
-        "path": f"{config['output_dir']}/{model}",
-    }
-    heading = yaml.safe_dump(as_run, sort_keys=False, allow_unicode=True)
-    return (
-        f"# The configuration that verifies '{model}' once this folder is <output_dir>/{model}/.\n"
-        "# The model was run as:\n"
-        + "".join(f"#   {line}\n" for line in heading.splitlines())
-        + yaml.safe_dump({**config, "models": [provided]}, sort_keys=False, allow_unicode=True)
-    )
 
 
 def checksums_text(folder: Path) -> str:
@@ -97,10 +71,6 @@ def write_submission(
         if not source.is_file():
             raise FileNotFoundError(f"{source} not found: run the workflow first")
         shutil.copyfile(source, folder / name)
-    # The latest run's configuration: what a maintainer verifies with.
-    (folder / CONFIG).write_text(
-        verification_config(model, entries[-1]["config"]), encoding="utf-8"
-    )
     (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
     (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")
     write_archive(folder, archive)

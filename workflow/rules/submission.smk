@@ -29,7 +29,8 @@ rule submission:
 
 
 # No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
-# first (a received submission has no scored files, which would otherwise be recomputed).
+# first. `{model}` is a configured model's folder, or received/<name> for a received
+# submission (`submissions`), which is read as data only (bouquet_eval.received).
 rule verify_model:
     input:
         once_while_planning,
@@ -38,7 +39,7 @@ rule verify_model:
     log:
         "logs/{model}/verify.log",
     wildcard_constraints:
-        model="|".join(re.escape(name) for name in MODELS),
+        model="|".join(re.escape(name) for name in CLAIMS),
     conda:
         score_environment()
     envmodules:
@@ -48,6 +49,7 @@ rule verify_model:
         **job_resources("score", score_gpus()),
     params:
         claim=verification_fingerprint,
+        submission=lambda wildcards: CLAIMS[wildcards.model],
         directions=[direction.name for direction in DIRECTIONS],
         metrics=config["metrics"],
         metric_settings=PLAN.score_settings,
@@ -62,12 +64,12 @@ rule verify_model:
 # Fails, naming the model, direction, metric and both values, when a claim does not hold.
 rule verify:
     input:
-        [OUTPUT_DIR / name / "verification.csv" for name in MODELS],
+        [OUTPUT_DIR / folder / "verification.csv" for folder in VERIFIED],
     log:
         "logs/verify.log",
     conda:
         "../../envs/workflow.yaml"
     params:
-        models=list(MODELS),
+        models=[folder.removeprefix(RECEIVED) for folder in VERIFIED],
     script:
         "../../scripts/rules/verify.py"
