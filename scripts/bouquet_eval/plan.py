@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bouquet_eval.config import ConfigError, expand_path, validate_config
+from bouquet_eval.config import ConfigError, expand_path, plain_config, validate_config
 from bouquet_eval.currency import ResumableOutput
 from bouquet_eval.data import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.environment import workflow_commit
@@ -140,6 +140,7 @@ def load_plan(
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
     setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
     validate_config(config, schema)
