@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -16,7 +17,8 @@ import yaml
 from .conftest import REPOSITORY, SNAKEFILE, Workflow
 
 DEMO = yaml.safe_load((REPOSITORY / "config" / "demo.yaml").read_text(encoding="utf-8"))
-SMALL = {"directions": {"list": ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn"]}, "limit": 3}
+DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn"]
+SMALL: dict[str, Any] = {"directions": {"list": DIRECTIONS}, "limit": 3}
 TARGETS = ("all", "submission", "compare", "mtme")
 # `verify` checks a finished run as it stands: a run of its own, after the others.
 
@@ -35,7 +37,7 @@ def check_outputs(runs: Path, score_mem_mb: int | None = None) -> None:
         assert len(pd.read_csv(runs / model / "scores.csv")) == 2
         manifest = json.loads((runs / model / "manifest.json").read_text(encoding="utf-8"))
         recorded = manifest["entries"][-1]["config"]
-        assert recorded["directions"]["list"] == SMALL["directions"]["list"]
+        assert recorded["directions"]["list"] == DIRECTIONS
         if score_mem_mb is not None:
             assert recorded["resources"]["score"]["mem_mb"] == score_mem_mb
             assert recorded["resources"]["translate"] == DEMO["resources"]["translate"]

@@ -30,7 +30,7 @@ rule submission:
 
 # No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
 # first. `{model}` is a configured model's folder, or received/<name> for a received
-# submission (`submissions`), which is read as data only (bouquet_eval.received).
+# submission (`submissions`), which is read as data only (bouquet_eval.data.received).
 rule verify_model:
     input:
         once_while_planning,

@@ -1,0 +1,94 @@
+"""A model's leaderboard submission: a folder and a .tar.gz of the same files.
+
+The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
+it: `scores.csv`, `manifest.json` (the configuration each run used, and its command line), every
+`<src>-<tgt>.jsonl` translation, `COMMANDS.txt` (the exact command lines recorded in the
+manifest) and `SHA256SUMS` (for `sha256sum -c`). No configuration to run with: a maintainer
+verifies a submission with their own (`submissions`, see bouquet_eval.data.received), and takes
+nothing from it but data.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shlex
+import shutil
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bouquet_eval.core.io import atomic_path, file_sha256
+from bouquet_eval.data.dataset import Direction
+
+CHECKSUMS = "SHA256SUMS"
+COMMANDS = "COMMANDS.txt"
+
+
+def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
+    """Every recorded command line, oldest first, with when and with what it ran."""
+    lines = [
+        f"# The command lines that produced the outputs of '{model}', as recorded in",
+        "# manifest.json (one per workflow run that aggregated this model; oldest first).",
+    ]
+    for entry in entries:
+        command = entry.get("command")
+        lines += [
+            "",
+            f"# {entry.get('created')}: bouquet-eval {entry.get('bouquet_eval_version')}, "
+            f"snakemake {entry.get('snakemake_version')}, Python {entry.get('python_version')}",
+            shlex.join(command) if command else "# (no command line recorded)",
+        ]
+    lines += [
+        "",
+        "# A maintainer verifies this submission with their own configuration of the leaderboard",
+        "# (dataset, metrics, tolerances), taking from it only its name, scores.csv and",
+        "# translations: see docs/results.md of bouquet-eval, `Verifying a received submission`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def checksums_text(folder: Path) -> str:
+    """`sha256sum` format: one `<digest>  <name>` line per file, sorted by name."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != CHECKSUMS)
+    return "".join(f"{file_sha256(folder / name)}  {name}\n" for name in names)
+
+
+def write_submission(
+    model: str, model_dir: Path, directions: Sequence[Direction], folder: Path, archive: Path
+) -> None:
+    manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
+    entries = manifest.get("entries", [])
+    if not entries:
+        raise ValueError(f"{model_dir / 'manifest.json'} has no entries: run the workflow first")
+    # Only this run's files: a direction no longer evaluated must not linger.
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for name in ("scores.csv", "manifest.json", *(f"{d}.jsonl" for d in directions)):
+        source = model_dir / name
+        if not source.is_file():
+            raise FileNotFoundError(f"{source} not found: run the workflow first")
+        shutil.copyfile(source, folder / name)
+    (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
+    (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")
+    write_archive(folder, archive)
+
+
+def write_archive(folder: Path, archive: Path) -> None:
+    """A .tar.gz of `folder` under its own name; the same files give the same bytes."""
+
+    def normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        return info
+
+    with (
+        atomic_path(archive) as temporary,
+        open(temporary, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed,
+        tarfile.open(fileobj=compressed, mode="w") as tar,
+    ):
+        tar.add(folder, arcname=folder.name, recursive=False, filter=normalised)
+        for path in sorted(folder.iterdir()):
+            tar.add(path, arcname=f"{folder.name}/{path.name}", filter=normalised)
