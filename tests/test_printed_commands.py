@@ -4,6 +4,7 @@ received submission, and `${BOUQUET_EVAL_HOME}` in a script of one's own."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -62,8 +63,17 @@ def test_the_missing_dataset_hint_fetches_it(
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         pasted(hint.group(1), elsewhere, hub.environment(cache, token="hf_reader"))
-        workflow.run(env=offline)
+        workflow.run("all", "submission", env=offline)
     assert len(pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")) == 1
+    # The submission's eval-results entries name the commit the revision resolved to.
+    from huggingface_hub import parse_eval_result_entries
+
+    submission = workflow.workdir / "runs" / "submission" / "copy-source"
+    commit = json.loads((submission / "manifest.json").read_text())["entries"][-1]["dataset"]
+    (entry,) = parse_eval_result_entries(
+        yaml.safe_load((submission / "eval_results.yaml").read_text())
+    )
+    assert entry.dataset_id == "facebook/bouquet" and entry.dataset_revision == commit["commit"]
 
 
 def documented_maintainer_command() -> str:

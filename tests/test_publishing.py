@@ -19,7 +19,9 @@ VERSION = tomllib.loads((REPOSITORY / "pyproject.toml").read_text(encoding="utf-
 def test_licence_citation_and_changelog_name_the_version() -> None:
     licence = (REPOSITORY / "LICENSE").read_text(encoding="utf-8")
     assert licence.startswith("MIT License")
-    assert "\n## License\n\nMIT ([LICENSE](LICENSE))" in (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    assert "\n## License\n\nMIT ([LICENSE](LICENSE))" in (REPOSITORY / "README.md").read_text(
+        encoding="utf-8"
+    )
     citation = yaml.safe_load((REPOSITORY / "CITATION.cff").read_text(encoding="utf-8"))
     assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT"
     assert str(citation["version"]) == VERSION and citation["title"] and citation["authors"]

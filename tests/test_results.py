@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.results.leaderboard import (
@@ -251,8 +252,18 @@ async def _browse_report(report: Path, folder: Path) -> None:
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     folder = run.workdir / "runs" / "submission" / "copy-source"
     names = sorted(path.name for path in folder.iterdir())
-    expected = ["COMMANDS.txt", "SHA256SUMS", "manifest.json", "scores.csv"]
+    expected = ["COMMANDS.txt", "SHA256SUMS", "eval_results.yaml", "manifest.json", "scores.csv"]
     assert [n for n in names if not n.endswith(".jsonl")] == expected
+    # One Hugging Face eval-results entry per metric: its mean over directions, its signature.
+    from huggingface_hub import parse_eval_result_entries
+
+    (entry,) = parse_eval_result_entries(yaml.safe_load((folder / "eval_results.yaml").read_text()))
+    summary = pd.read_csv(run.workdir / "runs" / "copy-source" / "summary.csv")
+    signature = json.loads((folder / "manifest.json").read_text())["entries"][-1]["metrics"]["chrf"]
+    assert entry.dataset_id == "facebook/bouquet" and entry.task_id == "benchmark_sentence_level"
+    assert entry.value == summary.set_index("group_by").loc["all", "chrfpp"]
+    assert entry.notes is not None and entry.notes.endswith(f"signature {signature}")
+    assert entry.dataset_revision is None  # a local copy: no commit (see test_printed_commands)
     assert len([n for n in names if n.endswith(".jsonl")]) == 20
     checked = {}
     for line in (folder / "SHA256SUMS").read_text().splitlines():

@@ -3,6 +3,7 @@
 rule submission_model:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
+        summary=OUTPUT_DIR / "{model}" / "summary.csv",
         manifest=OUTPUT_DIR / "{model}" / "manifest.json",
         translations=translations_of_model,
     output:
@@ -18,6 +19,8 @@ rule submission_model:
         "../../envs/workflow.yaml"
     params:
         directions=[direction.name for direction in DIRECTIONS],
+        # Each metric's score column: its eval-results entry.
+        headline={metric.name: score_columns([metric])[0] for metric in METRICS},
     script:
         "../../scripts/rules/submission.py"
 

@@ -3,9 +3,10 @@
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
 it: `scores.csv`, `manifest.json` (the configuration each run used, and its command line), every
 `<src>-<tgt>.jsonl` translation, `COMMANDS.txt` (the exact command lines recorded in the
-manifest) and `SHA256SUMS` (for `sha256sum -c`). No configuration to run with: a maintainer
-verifies a submission with their own (`submissions`, see bouquet_eval.data.received), and takes
-nothing from it but data.
+manifest), `eval_results.yaml` (Hugging Face eval-results entries, one per metric, for a model
+repository's `.eval_results/` folder; nothing is uploaded) and `SHA256SUMS` (for
+`sha256sum -c`). No configuration to run with: a maintainer verifies a submission with their
+own (`submissions`, see bouquet_eval.data.received), and takes nothing from it but data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import shlex
 import shutil
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from bouquet_eval.data.dataset import Direction
 
 CHECKSUMS = "SHA256SUMS"
 COMMANDS = "COMMANDS.txt"
+EVAL_RESULTS = "eval_results.yaml"
 
 
 def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
@@ -49,6 +51,39 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def eval_results_text(entry: Mapping[str, Any], summary: Path, headline: Mapping[str, str]) -> str:
+    """Hugging Face eval-results entries (the `.eval_results/*.yaml` format of
+    huggingface_hub's EvalResultEntry), one per metric of `headline` (metric name -> its
+    score column): the column's mean over directions in `summary` (summary.csv), on the
+    dataset of the manifest `entry` (the latest), at the commit its revision resolved to, with
+    the metric's signature."""
+    import pandas as pd
+    import yaml
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+
+    overall = pd.read_csv(summary).set_index("group_by").loc["all"]
+    dataset = entry["config"]["dataset"]
+    identity = entry.get("dataset", {})
+    results = [
+        EvalResultEntry(
+            dataset_id=dataset["name"],
+            task_id=dataset["config"],
+            value=float(overall[column]),
+            dataset_revision=identity.get("commit"),
+            date=entry.get("created"),
+            notes=(
+                f"{column}: mean over {int(overall['n_directions'])} directions of the "
+                f"{dataset['split']} split"
+                + (f" (local copy {identity['path']})" if identity.get("path") else "")
+                + f"; signature {entry['metrics'][metric]}"
+            ),
+        )
+        for metric, column in headline.items()
+        if column in overall and metric in entry.get("metrics", {})
+    ]
+    return yaml.safe_dump(eval_result_entries_to_yaml(results), sort_keys=False, allow_unicode=True)
+
+
 def checksums_text(folder: Path) -> str:
     """`sha256sum` format: one `<digest>  <name>` line per file, sorted by name."""
     names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != CHECKSUMS)
@@ -56,8 +91,14 @@ def checksums_text(folder: Path) -> str:
 
 
 def write_submission(
-    model: str, model_dir: Path, directions: Sequence[Direction], folder: Path, archive: Path
+    model: str,
+    model_dir: Path,
+    directions: Sequence[Direction],
+    folder: Path,
+    archive: Path,
+    headline: Mapping[str, str],
 ) -> None:
+    """`headline`: each metric's score column, for the eval-results entries."""
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
     entries = manifest.get("entries", [])
     if not entries:
@@ -72,6 +113,9 @@ def write_submission(
             raise FileNotFoundError(f"{source} not found: run the workflow first")
         shutil.copyfile(source, folder / name)
     (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
+    (folder / EVAL_RESULTS).write_text(
+        eval_results_text(entries[-1], model_dir / "summary.csv", headline), encoding="utf-8"
+    )
     (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")
     write_archive(folder, archive)
 
