@@ -31,7 +31,7 @@ $(CORE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --editable '.[dev,slurm,api,hf,lid]'
+	$(BIN)/python -m pip install --quiet --editable '.[dev,slurm,api,hf,lid,saved]'
 	touch $@ $(CORE)
 
 $(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
