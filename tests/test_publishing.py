@@ -4,10 +4,14 @@ render."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 
+import jsonschema
 import yaml
 from markdown_it import MarkdownIt
+
+from bouquet_eval.planning.schema import COMPLETE_SCHEMA, complete_schema_text
 
 from .conftest import REPOSITORY
 
@@ -67,3 +71,33 @@ def test_config_readme_tables_render_with_every_cell() -> None:
             header = header or cells
             assert cells == header, f"config/README.md, line {token.map}: {cells} cells"
     assert tables >= 3
+
+
+def test_the_published_schema_is_the_complete_one() -> None:
+    """workflow/schemas/config.complete.schema.json, which editors read, is the schema the
+    workflow validates with (its registries filled in); `make schema` rewrites it."""
+    schemas = REPOSITORY / "workflow" / "schemas"
+    published = schemas / COMPLETE_SCHEMA
+    assert published.read_text(encoding="utf-8") == complete_schema_text(
+        schemas / "config.schema.yaml"
+    ), "the published schema is out of date: run `make schema`"
+    schema = json.loads(published.read_text(encoding="utf-8"))
+    # On its own, with nothing of the workflow's code: what an editor does.
+    validator = jsonschema.Draft202012Validator(schema)
+    for name in ("config.yaml", "demo.yaml"):
+        path = REPOSITORY / "config" / name
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith(
+            f"# yaml-language-server: $schema=../workflow/schemas/{published.name}\n"
+        )
+        assert not list(validator.iter_errors(yaml.safe_load(text))), name
+    wrong = {"models": [{"name": "m", "translator": "vllm", "modle": "x"}]}
+    assert list(validator.iter_errors(wrong))
+    assert list(
+        validator.iter_errors(
+            {
+                "models": [{"name": "m", "translator": "copy-source"}],
+                "directions": {"list": ["eng-fra"]},
+            }
+        )
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,22 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     return schema
 
 
+COMPLETE_SCHEMA = "config.complete.schema.json"
+"""The complete schema, published beside the file it completes for editors and other tools
+(`# yaml-language-server: $schema=...`); `make schema` writes it (`main`)."""
+
+
+def complete_schema_text(schema_path: str | Path) -> str:
+    """The complete schema (`load_schema`) as the published JSON file holds it."""
+    return json.dumps(load_schema(schema_path), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_complete_schema(schema_path: Path) -> Path:
+    published = schema_path.with_name(COMPLETE_SCHEMA)
+    published.write_text(complete_schema_text(schema_path), encoding="utf-8")
+    return published
+
+
 def plain_config(config: dict[str, Any]) -> dict[str, Any]:
     """Make `config` hold only dicts, lists and scalars, in place, and return it.
 
@@ -166,3 +183,13 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             "invalid configuration at 'compare': the baseline is not among its models"
         )
     return config
+
+
+def main() -> None:
+    """Write the complete schema of this checkout (`make schema`)."""
+    from bouquet_eval.core.home import workflow_home
+
+    home = workflow_home()
+    if home is None:
+        raise SystemExit("bouquet-eval: no checkout of the workflow to write the schema into")
+    print(write_complete_schema(home / "workflow" / "schemas" / "config.schema.yaml"))
