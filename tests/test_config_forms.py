@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from .conftest import REPOSITORY, SNAKEFILE, Workflow
+from .test_module import HOST_SNAKEFILE
 
 DEMO = yaml.safe_load((REPOSITORY / "config" / "demo.yaml").read_text(encoding="utf-8"))
 DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn"]
@@ -79,34 +80,13 @@ def test_several_files_and_nested_overrides(workflow: Workflow) -> None:
     assert statistics["bootstrap_resamples"] == 100 and statistics["ar_trials"] == 100
 
 
-HOST = """\
-configfile: "demo.json"
-
-
-module bouquet:
-    snakefile:
-        "{snakefile}"
-    config:
-        config
-
-
-use rule * from bouquet
-
-
-onstart:
-    bouquet.onstart()
-
-
-onerror:
-    bouquet.onerror()
-"""
-
-
 def test_a_modules_configuration_from_json(tmp_path: Path) -> None:
+    """The host's configuration file is a .yaml file holding JSON, which Snakemake reads as
+    JSON, handed to the module with `config: config`."""
     host = tmp_path / "host"
-    host.mkdir()
-    (host / "demo.json").write_text(demo_json(), encoding="utf-8")
-    (host / "Snakefile").write_text(HOST.format(snakefile=SNAKEFILE), encoding="utf-8")
+    (host / "config").mkdir(parents=True)
+    (host / "config" / "demo.yaml").write_text(demo_json(), encoding="utf-8")
+    (host / "Snakefile").write_text(HOST_SNAKEFILE.format(snakefile=SNAKEFILE), encoding="utf-8")
     for targets in (TARGETS, ["verify"]):
         result = subprocess.run(
             [sys.executable, "-m", "snakemake", "--cores", "2", *targets],
