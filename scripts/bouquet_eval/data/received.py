@@ -47,6 +47,8 @@ class ReceivedSubmission:
     """The directions `scores.csv` lists, in its order, each one of the dataset's."""
     files: tuple[str, ...]
     """The names of the plain files at the folder's top."""
+    readable: frozenset[str] = frozenset()
+    """Those that may be read: scores.csv, and the translations of the dataset's directions."""
     others: tuple[str, ...] = ()
     """What else it holds (links, folders, archive members elsewhere than its top): never read."""
 
@@ -55,9 +57,9 @@ class ReceivedSubmission:
         return self.source.is_file()
 
     def ignored(self) -> list[str]:
-        """What is not read: every file but scores.csv and the translations of its directions."""
-        read = {CLAIM, *(f"{d}{TRANSLATIONS_SUFFIX}" for d in self.directions)}
-        return [name for name in self.files if name not in read]
+        """What is never read: every file but scores.csv and the dataset's directions'
+        translations."""
+        return [name for name in self.files if name not in self.readable]
 
     def notices(self) -> list[str]:
         """One line per file that is not read, saying why."""
@@ -75,13 +77,12 @@ class ReceivedSubmission:
         """Digests of what is read: a change redoes the verification."""
         if self.is_archive:
             return {self.source.name: file_sha256(self.source)}
-        names = [CLAIM, *(f"{d}{TRANSLATIONS_SUFFIX}" for d in self.directions)]
-        return {name: file_sha256(self.source / name) for name in names if name in self.files}
+        return {name: file_sha256(self.source / name) for name in sorted(self.readable)}
 
     def unpack(self, folder: Path, directions: Sequence[Direction]) -> None:
         """Write scores.csv and the translations of `directions` that the submission holds into
         `folder`, each under the name made here from the direction."""
-        wanted = {f"{d}{TRANSLATIONS_SUFFIX}" for d in directions} | {CLAIM}
+        wanted = ({f"{d}{TRANSLATIONS_SUFFIX}" for d in directions} | {CLAIM}) & self.readable
         folder.mkdir(parents=True, exist_ok=True)
         for name, content in self._contents(wanted):
             with open(folder / name, "wb") as target:
@@ -89,7 +90,7 @@ class ReceivedSubmission:
 
     def _contents(self, wanted: set[str]) -> Iterator[tuple[str, IO[bytes]]]:
         if not self.is_archive:
-            for name in sorted(wanted & set(self.files)):
+            for name in sorted(wanted):
                 with open(self.source / name, "rb") as handle:
                     yield name, handle
             return
@@ -123,7 +124,8 @@ def receive(path: Path, known: Sequence[Direction], key: str) -> ReceivedSubmiss
     directions = claimed_directions(
         path / CLAIM if path.is_dir() else path, _claim_rows(path, claim, key), known, key
     )
-    return ReceivedSubmission(path, name, directions, files, others)
+    readable = frozenset({CLAIM, *(f"{d}{TRANSLATIONS_SUFFIX}" for d in known)} & set(files))
+    return ReceivedSubmission(path, name, directions, files, readable, others)
 
 
 def _plain_member(member: tarfile.TarInfo, top: str) -> str | None:
