@@ -77,6 +77,9 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
+    for submission in PLAN.received.values():
+        for notice in submission.notices():
+            print(notice, file=sys.stderr)
 
 
 onerror:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.data import hub
+from bouquet_eval.data.saved import is_saved_by_datasets, saved_layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -274,7 +275,9 @@ def _read_index(index: Path | None) -> dict[str, Any]:
 
 
 def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetSource:
-    """Find the dataset's files: a local folder, or the hub snapshot at the configured revision.
+    """Find the dataset's files: a local folder (of parquet files, or one that `datasets`'
+    save_to_disk wrote, see `bouquet_eval.data.saved`), or the hub snapshot at the configured
+    revision.
 
     From the hub, `fetch=True` resolves the revision on the Hub (a branch that moved is
     noticed) and downloads what the cache lacks; `fetch=False` reads only the local cache, as
@@ -286,6 +289,8 @@ def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetS
             raise ConfigError(f"dataset.path: '{root}' is a file, not a folder", "dataset.path")
         if not root.is_dir():
             raise ConfigError(f"dataset.path: directory '{root}' not found", "dataset.path")
+        if is_saved_by_datasets(root):
+            return DatasetSource(*saved_layout(root, settings.get("split", "test"), fetch=fetch))
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
     return _hub_snapshot(settings, fetch)
 
