@@ -4,12 +4,17 @@ the dense heatmap and the sentence browser, on 1062 directions over 268 language
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bouquet_eval.browse import serve
+from bouquet_eval.browse import IDLE_SECONDS, serve
 from bouquet_eval.compare import compare_models
 from bouquet_eval.report import dense_languages, run_page, timing_figure
 from bouquet_eval.stats import Resampling, benjamini_hochberg
@@ -198,19 +203,82 @@ def server(shaped: Path) -> Iterator[str]:
     httpd.server_close()
 
 
-def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
-    """The command as users type it: it prints its address, then answers there."""
-    command = [sys.executable, "-m", "bouquet_eval", "browse", str(shaped), "--port", "0"]
+@contextlib.contextmanager
+def browse_command(output_dir: Path) -> Iterator[str]:
+    """`bouquet-eval browse` as users type it; yields the address it printed."""
+    command = [sys.executable, "-m", "bouquet_eval", "browse", str(output_dir), "--port", "0"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
             address = re.search(r"http://127\.0\.0\.1:\d+/", process.stdout.readline())
             assert address, "the command printed no address"
-            with urllib.request.urlopen(address.group(0)) as reply:
-                assert reply.status == 200
-                assert "<html" in reply.read().decode("utf-8").lower()
+            yield address.group(0)
         finally:
             process.terminate()
+
+
+def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
+    """The command prints its address, then answers there."""
+    with browse_command(shaped) as address, urllib.request.urlopen(address) as reply:
+        assert reply.status == 200
+        assert "<html" in reply.read().decode("utf-8").lower()
+
+
+def _get(address: str, path: str, host: str | None = None) -> int:
+    """The status of a GET of `path`, sent with `host` as Host header when given."""
+    request = urllib.request.Request(address.rstrip("/") + path)
+    if host is not None:
+        request.add_unredirected_header("Host", host)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            reply.read()
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_browse_answers_only_its_own_host_names(shaped: Path) -> None:
+    """A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing."""
+    with browse_command(shaped) as address:
+        port = urllib.parse.urlparse(address).port
+        sentences = "/api/sentences?direction=eng_Latn-bre_Latn"
+        for host in ("evil.example", f"attacker.com:{port}", "127.0.0.1.evil.example"):
+            assert _get(address, sentences, host) == 421, host
+            assert _get(address, "/", host) == 421, host
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+            assert _get(address, sentences, host) == 200, host
+
+
+IDLE_CONNECTIONS = 300
+REQUESTS = 200
+
+
+def test_browse_answers_while_idle_connections_are_held_open(shaped: Path) -> None:
+    """Connections that send nothing take no turn from the requests of the page."""
+    with browse_command(shaped) as address:
+        port = urllib.parse.urlparse(address).port
+        assert port is not None
+        opened = time.monotonic()
+        idle = [
+            socket.create_connection(("127.0.0.1", port), timeout=IDLE_SECONDS + 10)
+            for _ in range(IDLE_CONNECTIONS)
+        ]
+        try:
+            paths = ["/api/directions", "/", "/api/sentences?direction=eng_Latn-bre_Latn"]
+            started = time.monotonic()
+            with concurrent.futures.ThreadPoolExecutor(max_workers=50) as pool:
+                statuses = list(
+                    pool.map(lambda n: _get(address, paths[n % len(paths)]), range(REQUESTS))
+                )
+            elapsed = time.monotonic() - started
+            # And the server closes them: it does not wait on them for ever.
+            assert idle[0].recv(1) == b""
+            assert time.monotonic() - opened < IDLE_SECONDS + 10
+        finally:
+            for connection in idle:
+                connection.close()
+        assert statuses == [200] * REQUESTS
+        assert elapsed < 30, f"{REQUESTS} requests took {elapsed:.1f} s"
 
 
 def test_the_browser_answers_a_direction_with_every_sentence(server: str, shaped: Path) -> None:
