@@ -139,6 +139,7 @@ def test_mtme_escaping_and_documents() -> None:
 # --- Through the workflow -------------------------------------------------------------------
 
 MODELS = ["copy-source", "reference"]
+SCRIPT_PAYLOAD = "--comment=</script><script>window.injected = true;</script>"
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
             "output_dir": "runs",
             "shards": 1,
             "limit": 12,
-            "resources": SMALL_JOBS,
+            # Text of the configuration that a page would run if it were not escaped.
+            "resources": {
+                **SMALL_JOBS,
+                "translate": {**SMALL_JOBS["translate"], "slurm_extra": SCRIPT_PAYLOAD},
+            },
             "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
             "models": [{"name": name, "translator": name} for name in MODELS],
         }
@@ -196,9 +201,16 @@ CLICK = """(() => {{
 }})()"""
 
 
+def test_no_configuration_text_reaches_the_report_unescaped(run: Workflow) -> None:
+    report = (run.workdir / "report.html").read_text(encoding="utf-8")
+    assert "<script>window.injected" not in report
+
+
 async def _browse_report(report: Path, folder: Path) -> None:
     async with browser.chromium() as page:
         await page.open(report.as_uri())
+        await page.wait_for("document.readyState === 'complete'")
+        assert await page.evaluate("window.injected === undefined")
         await page.wait_for(CLICK.format(json.dumps("1. Leaderboard")))
         await page.wait_for("document.querySelector('a[iconname=eye]') !== null")
         await page.evaluate("document.querySelector('a[iconname=eye]').click()")

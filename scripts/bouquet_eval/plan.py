@@ -96,6 +96,11 @@ class Plan:
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
 
+    def __str__(self) -> str:
+        # What Snakemake shows of a job's params (its report embeds them unescaped in a
+        # script element): a summary, with no text of the configuration.
+        return f"plan of {len(self.models)} model(s) on {len(self.directions)} direction(s)"
+
     @property
     def limit(self) -> int | None:
         return self.config["limit"]

@@ -33,7 +33,13 @@ from bouquet_eval.leaderboard import (
 )
 from bouquet_eval.metrics import COMPOSITE
 from bouquet_eval.stats import Resampling
-from bouquet_eval.views import results_data, results_page, sentences_data, sentences_page
+from bouquet_eval.views import (
+    results_data,
+    results_page,
+    sentence_parts,
+    sentences_data,
+    sentences_pages,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -482,13 +488,17 @@ def usage_line(timing: Mapping[str, Any]) -> str:
     return f"<p>{html.escape('; '.join(parts))}.</p>" if parts else ""
 
 
-def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:
-    """Where each figure goes; the workflow declares the same paths as outputs."""
+def figure_paths(
+    folder: Path, models: Sequence[str], columns: Sequence[str], directions: Sequence[str]
+) -> dict[str, Any]:
+    """Where each figure goes; the workflow declares the same paths as outputs. The sentences
+    of the run's `directions` take one page per `views.SentencePart`."""
     pairs = [(model, column) for model in models for column in columns]
+    parts = sentence_parts(directions, len(models))
     return {
         "leaderboard": folder / "leaderboard.html",
         "results": folder / "results.html",
-        "sentences": folder / "sentences.html",
+        "sentences": {part: folder / f"sentences-{part.number}.html" for part in parts},
         "heatmaps": {(m, c): folder / "heatmaps" / f"{m}.{c}.svg" for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
@@ -531,7 +541,9 @@ def write_figures(
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
     sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
-    write_text(paths["sentences"], sentences_page(sentences, STYLE))
+    parts = list(paths["sentences"])
+    for part, text in zip(parts, sentences_pages(sentences, parts, STYLE), strict=True):
+        write_text(paths["sentences"][part], text)
     for (model, column), path in paths["heatmaps"].items():
         write_svg(path, heatmap(scores[model], column, model, lower))
     for column, path in paths["distributions"].items():

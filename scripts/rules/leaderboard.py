@@ -54,7 +54,7 @@ def main(snakemake: SnakemakeJob) -> None:
             },
         )
         write_figures(
-            figure_paths(folder, models, columns),
+            figure_paths(folder, models, columns, [str(d) for d in plan.directions]),
             board,
             results,
             dict(zip(models, map(Path, snakemake.input.scored_rows), strict=True)),

@@ -11,7 +11,9 @@ from snakemake.io import report as report_item
 # predicted language left out): one figure each.
 SCORE_COLUMNS = score_columns(METRICS)
 REPORT_DIR = OUTPUT_DIR / "report"
-FIGURES = figure_paths(REPORT_DIR, list(MODELS), SCORE_COLUMNS)
+FIGURES = figure_paths(
+    REPORT_DIR, list(MODELS), SCORE_COLUMNS, [str(d) for d in DIRECTIONS]
+)
 
 
 def model_files(name):
