@@ -393,9 +393,11 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     rows = []
     for record in board.to_dict(orient="records"):
         ranked = not pd.isna(record["rank"])
+        bound = record.get("bound") or ""
         css = "unranked" if not ranked else f"cluster-{record['cluster']}"
+        rank = f"{bound} bound" if bound else MISSING if not ranked else str(record["rank"])
         cells = [
-            _cell(MISSING if not ranked else str(record["rank"])),
+            _cell(rank),
             _cell(record["model"], "name"),
             _cell(MISSING if pd.isna(record["cluster"]) else str(record["cluster"])),
             _cell(MISSING if pd.isna(record["p_vs_best"]) else f"{record['p_vs_best']:.3g}"),

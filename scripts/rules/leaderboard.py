@@ -16,6 +16,7 @@ from bouquet_eval.leaderboard import (
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.report import RunRecords, figure_paths, write_figures
 from bouquet_eval.stats import Resampling
+from bouquet_eval.translators.backends import bounds
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -37,7 +38,9 @@ def main(snakemake: SnakemakeJob) -> None:
         )
         lower = lower_is_better_columns(metrics)
         resampling = Resampling(**snakemake.config["statistics"])
-        board = build_leaderboard(results, columns, lower, resampling)
+        board = build_leaderboard(
+            results, columns, lower, resampling, bounds(plan.config["models"])
+        )
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 
