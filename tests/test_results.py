@@ -17,18 +17,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from bouquet_eval.data import Direction
-from bouquet_eval.leaderboard import (
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.results.leaderboard import (
     MISSING,
     ModelResults,
     build_leaderboard,
     markdown_table,
     primary_metric,
 )
-from bouquet_eval.mtme import documents, escape, unescape
-from bouquet_eval.report import leaderboard_page
-from bouquet_eval.translators.backends import bounds
-from bouquet_eval.verify import (
+from bouquet_eval.results.mtme import documents, escape, unescape
+from bouquet_eval.results.report import leaderboard_page
+from bouquet_eval.results.verify import (
     DIFFERS,
     NOT_CLAIMED,
     NOT_RECOMPUTED,
@@ -36,6 +35,7 @@ from bouquet_eval.verify import (
     compare_scores,
     mismatch_message,
 )
+from bouquet_eval.translators.backends import bounds
 
 from . import browser
 from .conftest import SAMPLE, Workflow
@@ -428,7 +428,7 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
 def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     column: str, lower: set[str]
 ) -> None:
-    from bouquet_eval.report import heatmap
+    from bouquet_eval.results.report import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
     scores = pd.DataFrame(
