@@ -221,7 +221,8 @@ def test_every_page_of_report_html_opens_at_bouquet_shape(
         wrapper = tmp_path / path.name
         uri = data_uri_from_file(path)
         wrapper.write_text(
-            f'<!doctype html><iframe src="{uri}" width="1300" height="900"></iframe>',
+            # As wide as beside Snakemake's menu in a 1400-pixel window.
+            f'<!doctype html><iframe src="{uri}" width="1050" height="900"></iframe>',
             encoding="utf-8",
         )
     asyncio.run(_report_html_pages(name, [tmp_path / path.name for path in pages]))
@@ -242,6 +243,34 @@ async def _report_html_pages(name: str, wrappers: list[Path]) -> None:
                 frame = frames[0]["id"]
             drawn = await page.wait_for(DRAWN[wrapper.stem.split("-")[0]], frame=frame)
             assert drawn, wrapper.name
+            if wrapper.stem == "results":
+                await _beside_the_menu(page, frame)
+
+
+async def _beside_the_menu(page: Any, frame: Any) -> None:
+    """Every model's column of every direction in view beside Snakemake's menu, and a click
+    on a score's header puts the worst first."""
+    await page.evaluate("document.querySelector('button[data-view=directions]').click()", frame)
+    await page.wait_for("document.getElementById('app').dataset.view === 'directions'", frame)
+    outside = await page.wait_for(
+        "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
+        "Array.from(document.querySelectorAll('.tabulator-col')).filter(c =>"
+        " c.getBoundingClientRect().right > window.innerWidth).map(c => c.textContent))",
+        frame,
+    )
+    assert json.loads(outside) == []
+    await page.evaluate(
+        f"{TABLE}.getColumn('m1').getElement().querySelector('.tabulator-col-title').click()",
+        frame,
+    )
+    # MetricX: the highest first.
+    first = await page.wait_for(
+        f"(() => {{ const rows = {TABLE}.getData('active');"
+        " return rows[0].m1 >= rows[1].m1 && rows[1].m1 >= rows[rows.length - 1].m1"
+        " && JSON.stringify(rows.slice(0, 2).map(r => r.m1)); })()",
+        frame,
+    )
+    assert first
 
 
 @pytest.fixture(scope="module")
@@ -365,7 +394,18 @@ async def _browse(server: str) -> None:
         await page.evaluate(choose.format("facet:domain", json.dumps("news")))
         assert await page.evaluate("document.getElementById('app').dataset.shown") == "1"
         await page.evaluate(choose.format("facet:domain", json.dumps("")))
+        # It opens on the metric that ranks the leaderboard (MetricX here).
+        metric = "document.querySelector('select[data-control=\"metric\"]').value"
+        assert await page.evaluate(metric) == "metricx"
+        await page.evaluate(choose.format("metric", json.dumps("chrfpp")))
         await page.evaluate(choose.format("versus", json.dumps("bravo")))
+        # Each difference on one line.
+        lines = await page.evaluate(
+            "Array.from(document.querySelectorAll('td.difference')).map(cell => {"
+            " const range = document.createRange(); range.selectNodeContents(cell);"
+            " return range.getClientRects().length; })"
+        )
+        assert lines == [1] * SENTENCES
         header = await page.evaluate(
             "Array.from(document.querySelectorAll('table.sentences th')).map(h => h.textContent)"
         )

@@ -40,7 +40,7 @@ rule leaderboard:
                 path,
                 caption="../report/distributions.rst",
                 category="5. Distributions",
-                labels={"metric": column},
+                labels={"metric": METRIC_LABELS[column]},
             )
             for column, path in FIGURES["distributions"].items()
         ],

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
+from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import asset, describe_language
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,8 @@ class Run:
             "models": [m.name for m in self.models],
             "metrics": metrics,
             "lower": sorted(set(metrics) & builtin_lower_is_better()),
+            # The page opens on the metric that ranks the leaderboard.
+            "primary": primary_metric(metrics) if metrics else None,
             "directions": directions,
         }
 

@@ -184,7 +184,8 @@ def interactive_page(
 def results_page(data: dict[str, Any], style: str) -> str:
     intro = (
         "<p>Every direction of every model. Pick a view, a metric and a model; click a column "
-        "header to sort, type in the boxes under it to filter (language names, codes, scripts "
+        "header to sort (a score: worst first, click again for best first), type in the boxes "
+        "under it to filter (language names, codes, scripts "
         "and regions are searchable). Brackets hold 95% bootstrap intervals.</p>"
     )
     return interactive_page("Results by language and direction", intro, data, "results.js", style)
