@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Iterable, Iterator
@@ -11,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from bouquet_eval.core.secrets import known_secrets, scrub
+
+COMMAND_VARIABLE = "BOUQUET_EVAL_COMMAND"
+"""Set by the `bouquet-eval` command, which runs Snakemake in its own process: the command line
+as the person typed it (JSON), recorded instead of the Snakemake arguments it became."""
 
 SnakemakeJob = Any
 """The `snakemake` object of a rule script (snakemake.script.Snakemake), whose inputs, outputs
@@ -42,9 +47,14 @@ def job_logging(
     """
     secrets = _job_secrets() if secrets is None else frozenset(secrets)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    console = logging.StreamHandler(sys.stderr)
+    # Under plain Snakemake the job's progress stays in its log, and the console shows the
+    # workflow's own lines (bouquet_eval.command.console): stderr gets warnings and errors.
+    # The `bouquet-eval` command keeps everything a job prints in its own log file.
+    console.setLevel(logging.INFO if os.environ.get(COMMAND_VARIABLE) else logging.WARNING)
     handlers: list[logging.Handler] = [
         logging.FileHandler(log_path, mode="w", encoding="utf-8"),
-        logging.StreamHandler(sys.stderr),
+        console,
     ]
     formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets)
     for handler in handlers:
