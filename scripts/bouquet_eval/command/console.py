@@ -29,6 +29,8 @@ from bouquet_eval.translation.translate import duration
 PROGRESS_SECONDS = 10.0
 WIDTH = 100
 PREFIX = "bouquet-eval:"
+# Snakemake's own answers to what was asked, shown as they are.
+PASSED = ("Nothing to be done", "Congratulations", "Report created", "Lints for", "Unlocked")
 # Rows of Snakemake's job table that are no stage: the sum, and the targets that only gather.
 TARGETS = {"total", "all", "translations", "scores", "aggregates"}
 
@@ -111,7 +113,7 @@ class ConsoleHandler(LogHandlerBase):
         elif (
             message.startswith(PREFIX)
             or record.levelno >= logging.WARNING
-            or message.startswith("Nothing to be done")
+            or message.startswith(PASSED)
         ):
             self.write(message)
 
