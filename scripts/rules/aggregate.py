@@ -1,4 +1,5 @@
-"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet and manifest entry."""
+"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz and
+manifest entry."""
 
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from bouquet_eval.results.aggregate import (
     write_csv,
 )
 
+AGGREGATE_OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
+
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
@@ -37,7 +40,7 @@ def main(snakemake: SnakemakeJob) -> None:
             scored,
             metrics,
             resampling,
-            {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
+            {name: Path(snakemake.output[name]) for name in AGGREGATE_OUTPUTS},
             timing,
         )
         write_csv(Path(snakemake.output.timing), timing)

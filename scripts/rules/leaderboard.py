@@ -16,6 +16,7 @@ from bouquet_eval.results.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.results.trust import agreement_notes
 from bouquet_eval.translators.backends import bounds
 
 
@@ -30,17 +31,27 @@ def main(snakemake: SnakemakeJob) -> None:
         models = snakemake.params.models
         metrics = load_metrics(snakemake.params.metrics, snakemake.config)
         columns = score_columns(metrics)
+        resampling = Resampling(**snakemake.config["statistics"])
+        inputs = snakemake.input
         results = read_results(
             models,
-            [Path(path) for path in snakemake.input.scores],
-            [Path(path) for path in snakemake.input.scored_rows],
+            [
+                (Path(scores), Path(rows), Path(resampled))
+                for scores, rows, resampled in zip(
+                    inputs.scores, inputs.scored_rows, inputs.resampled, strict=True
+                )
+            ],
             columns,
+            resampling,
         )
         lower = lower_is_better_columns(metrics)
-        resampling = Resampling(**snakemake.config["statistics"])
         board = build_leaderboard(
             results, columns, lower, resampling, bounds(plan.config["models"])
         )
+        for path in snakemake.input.agreement:
+            board.attrs["agreement"] = agreement_notes(
+                pd.read_csv(path), plan.config["metaeval"]["decide_by"]
+            )
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 

@@ -443,3 +443,42 @@ def scored_rows_of_compared_models():
 
 def scored_files_of_model(wildcards):
     return [scored_file(MODELS[wildcards.model], d) for d in DIRECTIONS]
+
+
+# Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.
+def judged_inputs():
+    return [
+        path
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+        for path in (
+            translation_file(model, direction),
+            f"{model_dir(model)}/dataset/{direction}.parquet",
+        )
+    ]
+
+
+DIRECTIONS_OF_JUDGED = {
+    model.name: sorted({d for part in model.shards.values() for d in part})
+    for model in PLAN.judged.values()
+}
+
+
+def judged_scored(wildcards):
+    if PLAN.judgements is None:
+        raise WorkflowError(
+            "bouquet-eval: the metaeval target needs human judgements: set "
+            "metaeval.judgements (docs/metaeval.md)"
+        )
+    return [
+        scored_file(model, direction)
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+    ]
+
+
+def judged_agreement():
+    """correlations.csv when human judgements are configured (metaeval.smk), else nothing."""
+    if PLAN.judgements is None:
+        return []
+    return [str(OUTPUT_DIR / "metaeval" / "correlations.csv")]

@@ -14,7 +14,7 @@ changes no environment variable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
+from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
     score_settings,
@@ -71,6 +72,8 @@ class ModelPlan:
     """The folder of translations brought from elsewhere (translator `provided`)."""
     gpus: int
     shards: Mapping[str, Sequence[Direction]]
+    dataset: DatasetSource | None = None
+    """Its own sentences, where they are not the run's dataset (a judged system's)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -101,6 +104,10 @@ class Plan:
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
+    judgements: JudgementSource | None = None
+    """The human judgements of `metaeval`, checked; None when none are configured."""
+    judged: Mapping[str, ModelPlan] = field(default_factory=dict)
+    """Each judged system as a model whose translations are given: scored by the score jobs."""
 
     def __str__(self) -> str:
         # What Snakemake shows of a job's params (its report embeds them unescaped in a
@@ -132,12 +139,22 @@ class Plan:
     def scored_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
+        dataset = self.dataset_of(model)
         return [
-            scored_output(
-                model.folder, direction, self.score_settings, self.dataset.file(direction)
-            )
+            scored_output(model.folder, direction, self.score_settings, dataset.file(direction))
             for direction in directions
         ]
+
+    def dataset_of(self, model: ModelPlan) -> DatasetSource:
+        return model.dataset or self.dataset
+
+    def scoring(self, folder: Path) -> tuple[DatasetSource, int | None]:
+        """The dataset and sentence limit of the score job of the model whose folder is given
+        (a judged system's sentences are all of its judged ones)."""
+        for model in self.judged.values():
+            if model.folder == folder:
+                return self.dataset_of(model), None
+        return self.dataset, self.limit
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)
@@ -176,6 +193,23 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
+    judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
+    judged = {}
+    if judgements is not None:
+        for system, (folder, system_directions) in judged_systems(
+            judgements, dataset.directions(), output_dir
+        ).items():
+            # Named apart from the models, whose rules and logs share the namespace.
+            judged[system] = ModelPlan(
+                name=f"metaeval/{system}",
+                entry={"name": system},
+                folder=folder,
+                translation_settings={},
+                provided=None,
+                gpus=0,
+                shards=assign_shards(system_directions, config["shards"], None),
+                dataset=DatasetSource(folder / "dataset", {"judged system": system}),
+            )
     return Plan(
         config=config,
         sources=sources,
@@ -187,6 +221,8 @@ def load_plan(
         metrics=tuple(config["metrics"]),
         score_settings=score_settings(config["metrics"], config),
         secret_variables=secret_variables(config),
+        judgements=judgements,
+        judged=judged,
     )
 
 
