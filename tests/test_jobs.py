@@ -15,7 +15,7 @@ from bouquet_eval.gpus import gpu_lease
 from bouquet_eval.job_cpus import default_cpus
 from bouquet_eval.sharding import assign_shards
 
-from .conftest import Workflow
+from .conftest import PLUGINS, Workflow
 from .synthetic import synthetic_directions, write_dataset
 from .workflow_configs import SMALL_JOBS, bounds_config, recording_model
 
@@ -208,6 +208,16 @@ def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> Non
         (["chrf", "faults:FlakyMetric"], "auto", 2),
     ],
 )
-def test_score_cpus_follow_the_metrics(metrics: list[str], device: str, cpus: int) -> None:
+def test_score_cpus_follow_the_metrics(
+    metrics: list[str], device: str, cpus: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job computing them all (verification) asks for the most any family needs."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
     config = {"metrics": metrics, "metricx": {"device": device}}
     assert default_cpus("score", config, None) == cpus
+
+
+def test_each_family_of_score_jobs_asks_for_its_own_cpus() -> None:
+    config = {"metrics": ["chrf", "metricx"], "metricx": {"device": "cuda"}}
+    assert default_cpus("score", config, None, "workflow_cpu") == 1
+    assert default_cpus("score", config, None, "metrics_gpu") == 2

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from bouquet_eval.aggregate import GROUP_COLUMNS
 from bouquet_eval.languages import split_direction
+from bouquet_eval.metrics.records import builtin_lower_is_better
 from bouquet_eval.views import asset, describe_language
 
 log = logging.getLogger(__name__)
@@ -187,16 +188,6 @@ class Run:
             return None
         facets = pd.read_parquet(path, columns=["uniq_id", *present])
         return facets.astype({"uniq_id": str})
-
-
-def builtin_lower_is_better() -> set[str]:
-    """The score columns of the built-in metrics where lower is better (MetricX, TER)."""
-    from bouquet_eval.metrics import METRICS
-    from bouquet_eval.translators import import_object
-
-    return {
-        c for path in METRICS.values() for c in getattr(import_object(path), "lower_is_better", ())
-    }
 
 
 def _suffixed(model: Model) -> dict[str, str]:

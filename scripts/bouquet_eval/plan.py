@@ -25,6 +25,7 @@ from bouquet_eval.environment import workflow_commit
 from bouquet_eval.home import HOME_VARIABLE
 from bouquet_eval.outputs import (
     aggregate_outputs,
+    metric_scores_output,
     score_settings,
     scored_output,
     translation_output,
@@ -125,6 +126,18 @@ class Plan:
             scored_output(
                 model.folder, direction, self.score_settings, self.dataset.file(direction)
             )
+            for direction in directions
+        ]
+
+    def metric_scores_outputs(
+        self, model: ModelPlan, metrics: Sequence[str], directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
+        """What the score job of a family of `metrics` writes for `directions`."""
+        return [
+            metric_scores_output(
+                model.folder, metric, direction, self.config, self.dataset.file(direction)
+            )
+            for metric in metrics
             for direction in directions
         ]
 

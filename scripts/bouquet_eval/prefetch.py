@@ -7,15 +7,17 @@ same configuration works on both sides. What a configuration needs (`hub_needs`)
 - the dataset's parquet files of the configured config and split, at `dataset.revision`;
 - each model whose translator loads hub weights (vllm, nllb, madlad, aya): config, tokenizer
   and weights at its `revision`, and for vllm the tokenizer `engine_args.tokenizer` names;
-- MetricX: `metricx.model`'s config and weights, and only the tokenizer files of
-  `metricx.tokenizer` (mT5's repository also holds its weights, in three formats);
-- GlotLID: the one model file `glotlid.model` names, at `glotlid.revision`.
+- each metric's models, as its record says (`MetricSet.hub_needs` in
+  `bouquet_eval.metrics.records`: for MetricX `metricx.model`'s config and weights and only
+  the tokenizer files of `metricx.tokenizer`; for GlotLID the one file `glotlid.model` names),
+  which the caller passes.
 
 Which files of a repository each part takes is `bouquet_eval.hub.select_files`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,9 @@ def is_local(path: str) -> bool:
     return Path(path).expanduser().exists()
 
 
-def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
-    """What the models and metrics of a validated configuration need from the hub."""
+def hub_needs(config: dict[str, Any], metric_needs: Sequence[HubFiles] = ()) -> list[HubFiles]:
+    """What the models of a validated configuration need from the hub, then `metric_needs`:
+    what its metrics need (`MetricSet.hub_needs`)."""
     needs: list[HubFiles] = []
     for model in config["models"]:
         if model["translator"] not in HUB_TRANSLATORS:
@@ -47,27 +50,17 @@ def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
             needs.append(
                 HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
             )
-    metrics = config["metrics"]
-    if "metricx" in metrics:
-        for key, parts in (("model", ("config", "weights")), ("tokenizer", ("tokenizer",))):
-            spec = config["metricx"][key]
-            if not is_local(spec):
-                needs.append(HubFiles(spec, None, f"metricx.{key}", parts=parts))
-    if "glotlid" in metrics and not is_local(config["glotlid"]["model"]):
-        owner, repository, filename = config["glotlid"]["model"].split("/", 2)
-        revision = config["glotlid"]["revision"]
-        needs.append(
-            HubFiles(f"{owner}/{repository}", revision, "glotlid.model", filename=filename)
-        )
-    return needs
+    return [*needs, *metric_needs]
 
 
-def prefetch(config: dict[str, Any], dataset: DatasetSource) -> list[str]:
+def prefetch(
+    config: dict[str, Any], dataset: DatasetSource, metric_needs: Sequence[HubFiles] = ()
+) -> list[str]:
     """Download what a validated configuration needs and the cache lacks; one line per
     repository saying what it holds, at which commit. The `dataset` was resolved by the plan,
     whose main process fetched it."""
     lines = [f"dataset: {dataset.root} ({dataset.identity})"]
-    for need in hub_needs(config):
+    for need in hub_needs(config, metric_needs):
         fetched = fetch(need)
         lines.append(
             f"{need.needed_by}: {need.name} at {fetched.commit}: {', '.join(fetched.files)}"

@@ -1,13 +1,15 @@
 """Rule script: fill the Hugging Face cache (run by Snakemake, on a machine with network)."""
 
 from bouquet_eval.jobs import SnakemakeJob, job_logging
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.prefetch import prefetch
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         plan = snakemake.params.plan
-        for line in prefetch(plan.config, plan.dataset):
+        metric_needs = MetricSet.of(plan.metrics, plan.config).hub_needs()
+        for line in prefetch(plan.config, plan.dataset, metric_needs):
             log.info("%s", line)
 
 

@@ -10,11 +10,11 @@ from bouquet_eval.metrics import load_metrics
 from bouquet_eval.stats import Resampling
 from bouquet_eval.verify import (
     FAILED,
-    TOLERANCES,
     compare_scores,
     directions_to_verify,
     read_claim,
     rescore,
+    tolerances,
 )
 
 
@@ -23,16 +23,17 @@ def main(snakemake: SnakemakeJob) -> None:
         config = snakemake.config
         output = Path(snakemake.output[0])
         claimed = read_claim(output.parent / "scores.csv")
+        metrics = load_metrics(snakemake.params.metrics, config)
         recomputed = rescore(
             output.parent,
             directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
             snakemake.params.plan.dataset,
             config["limit"],
-            load_metrics(snakemake.params.metrics, config),
+            metrics,
             Resampling(**config["statistics"]),
         )
         verification = compare_scores(
-            claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance}
+            claimed, recomputed, {**tolerances(metrics), **snakemake.params.tolerance}
         )
         write_csv(output, verification)
         log.info(
