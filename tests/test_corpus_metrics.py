@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from bouquet_eval.config import load_schema
 from bouquet_eval.metrics import (
     STATISTICS_PREFIX,
     CorpusMetric,
@@ -19,7 +18,8 @@ from bouquet_eval.metrics import (
     metric_columns,
 )
 from bouquet_eval.metrics.records import RECORDS
-from bouquet_eval.score import score_rows, scored_table
+from bouquet_eval.planning.schema import load_schema
+from bouquet_eval.scoring.score import score_rows, scored_table
 
 from .conftest import REPOSITORY
 

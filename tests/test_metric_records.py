@@ -10,13 +10,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from bouquet_eval.data import Direction, dataset_source
+from bouquet_eval.data.dataset import Direction, dataset_source
+from bouquet_eval.data.outputs import score_settings
+from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import load_metric, load_metrics
 from bouquet_eval.metrics.records import RECORDS, MetricSet, metrics_table, record_of
 from bouquet_eval.metrics.training_languages import MT5_LANGUAGES, XLMR_LANGUAGES
-from bouquet_eval.outputs import score_settings
-from bouquet_eval.score import gather_scores, score_metrics, scored_table
-from bouquet_eval.translations import read_translations
+from bouquet_eval.scoring.score import gather_scores, score_metrics, scored_table
 
 from .conftest import PLUGINS, REPOSITORY, SAMPLE, Workflow
 from .synthetic import synthetic_directions, write_dataset

@@ -1,8 +1,8 @@
 """Rule script: fill the Hugging Face cache (run by Snakemake, on a machine with network)."""
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.prefetch import prefetch
 from bouquet_eval.metrics.records import MetricSet
-from bouquet_eval.prefetch import prefetch
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.outputs import direction_of
-from bouquet_eval.score import gather_scores
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.scoring.score import gather_scores
 
 
 def main(snakemake: SnakemakeJob) -> None:

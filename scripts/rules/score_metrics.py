@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.outputs import direction_of
-from bouquet_eval.score import ScoreJob
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.scoring.score import ScoreJob
 
 
 def main(snakemake: SnakemakeJob) -> None:

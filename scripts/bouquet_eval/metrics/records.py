@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bouquet_eval.environment import cached_commit, hub_model
-from bouquet_eval.hub import HubFiles
+from bouquet_eval.core.environment import cached_commit, hub_model
+from bouquet_eval.data.hub import HubFiles
 from bouquet_eval.metrics.training_languages import (
     MT5_LANGUAGES,
     TrainingLanguages,
@@ -336,7 +336,7 @@ def record_of(name: str, metric: Any = None) -> MetricRecord:
     if name in RECORDS:
         return RECORDS[name]
     if metric is None:
-        from bouquet_eval.translators import import_object
+        from bouquet_eval.core.config import import_object
 
         metric = import_object(name)
     return own_metric_record(name, metric)

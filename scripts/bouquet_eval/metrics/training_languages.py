@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
-from bouquet_eval.languages import LanguageCode
+from bouquet_eval.core.languages import LanguageCode
 
 MACROLANGUAGE_OF: Mapping[str, str] = MappingProxyType(
     {
