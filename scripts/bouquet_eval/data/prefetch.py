@@ -59,8 +59,17 @@ def prefetch(
     """Download what a validated configuration needs and the cache lacks; one line per
     repository saying what it holds, at which commit. The `dataset` was resolved by the plan,
     whose main process fetched it."""
-    lines = [f"dataset: {dataset.root} ({dataset.identity})"]
-    for need in hub_needs(config, metric_needs):
+    return [
+        f"dataset: {dataset.root} ({dataset.identity})",
+        *fetch_all(hub_needs(config, metric_needs)),
+    ]
+
+
+def fetch_all(needs: Sequence[HubFiles]) -> list[str]:
+    """Fetch `needs` the cache lacks; one line per repository saying what it holds, at which
+    commit."""
+    lines = []
+    for need in needs:
         fetched = fetch(need)
         lines.append(
             f"{need.needed_by}: {need.name} at {fetched.commit}: {', '.join(fetched.files)}"

@@ -103,6 +103,9 @@ class MetricRecord:
     """CPUs its job keeps busy while a GPU computes (tokenizing, batching)."""
     models: Callable[[Mapping[str, Any]], tuple[ModelFiles, ...]] = _no_models
     """The models it loads for its settings: what `prefetch` fetches and the manifest traces."""
+    needs_once_fetched: Callable[[Mapping[str, Any]], list[HubFiles]] = lambda settings: []
+    """What `prefetch` fetches next, known once `models` are in the cache (a COMET
+    checkpoint's encoder, which its hparams.yaml names)."""
     signature_fields: tuple[str, ...] = ()
     """The fields of its signature (the `key` of each `key:value`)."""
     training_languages: TrainingLanguages | None = None
@@ -465,6 +468,13 @@ class MetricSet:
             if not files.local
         ]  # fmt: skip
 
+    def needs_once_fetched(self) -> list[HubFiles]:
+        return [
+            need
+            for name, record in zip(self.names, self.records, strict=True)
+            for need in record.needs_once_fetched(self.settings[name])
+        ]
+
     def provenance(self) -> dict[str, Any]:
         """Where their models came from, for the manifest: a local path, or a hub repository
         (and file) and the commit its revision resolved to in the local cache."""
@@ -474,12 +484,16 @@ class MetricSet:
             if files.local:
                 sources[key] = {"path": str(Path(files.spec).expanduser().resolve())}
             elif files.filename is not None:
-                sources[key] = {
-                    "hub": files.spec,
-                    "file": files.filename,
-                    "revision": files.revision,
-                    "commit": cached_commit(files.spec, files.revision),
-                }
+                # A repository's first file stands for it (a COMET checkpoint's model.ckpt).
+                sources.setdefault(
+                    key,
+                    {
+                        "hub": files.spec,
+                        "file": files.filename,
+                        "revision": files.revision,
+                        "commit": cached_commit(files.spec, files.revision),
+                    },
+                )
             else:
                 sources[key] = hub_model(files.spec, files.revision)
         return sources
