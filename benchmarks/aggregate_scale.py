@@ -16,8 +16,8 @@ GlotLID label.
 Then times, in turns (`--repeats` rounds, each in a fresh process with one BLAS thread, as
 Snakemake runs the rule, whose peak resident memory is read from /proc), two programs that
 write the same outputs:
-- the job: `bouquet_eval.aggregate.write_aggregates` as the aggregate rule calls it (scores.csv,
-  summary.csv, scored_rows.parquet);
+- the job: `bouquet_eval.results.aggregate.write_aggregates` as the aggregate rule calls it
+  (scores.csv, summary.csv, scored_rows.parquet);
 - the baseline: plain pyarrow and numpy, written for this comparison. It reads every file into
   one table, groups it by direction with pyarrow's hash group-by, computes the means and the
   bootstrap intervals (the same draws: `Resampling.bootstrap_weights`), the corpus scores from
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from bouquet_eval.aggregate import write_aggregates
+from bouquet_eval.core.stats import Resampling, percentile_interval
 from bouquet_eval.metrics import (
     CorpusMetric,
     Metric,
@@ -54,8 +54,8 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.score import score_rows
-from bouquet_eval.stats import Resampling, percentile_interval
+from bouquet_eval.results.aggregate import write_aggregates
+from bouquet_eval.scoring.score import score_rows
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))

@@ -32,11 +32,11 @@ import yaml
 from sacrebleu.metrics import CHRF
 from workflow_runs import REPOSITORY, run_snakemake, write_config, write_dataset
 
-from bouquet_eval.config import validate_config
-from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.data.dataset import Direction, resolve_dataset
+from bouquet_eval.data.outputs import score_settings, scored_path, translation_path
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import score_settings, scored_path, translation_path
-from bouquet_eval.score import score_directions
+from bouquet_eval.planning.schema import validate_config
+from bouquet_eval.scoring.score import score_directions
 
 sys.path.insert(0, str(REPOSITORY))
 from tests.synthetic import synthetic_directions

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from bouquet_eval.sharding import assign_shards
+from bouquet_eval.planning.sharding import assign_shards
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))

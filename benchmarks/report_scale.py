@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bouquet_eval.browse import serve
+from bouquet_eval.results.browse import serve
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from bouquet_eval.data import Direction
+from bouquet_eval.data.dataset import Direction
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SNAKEFILE = REPOSITORY / "workflow" / "Snakefile"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bouquet_eval.leaderboard import ModelResults
-from bouquet_eval.stats import Resampling
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.results.leaderboard import ModelResults
 
 SMALL = Resampling(seed=3, bootstrap_resamples=200, ar_trials=200)
 DIRECTIONS = [("eng_Latn", "fra_Latn"), ("fra_Latn", "eng_Latn"), ("fra_Latn", "deu_Latn")]

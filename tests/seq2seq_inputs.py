@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from bouquet_eval.prompt import build_prompt
 from bouquet_eval.translators.hf_seq2seq import (
     AyaTranslator,
     MadladTranslator,
@@ -15,6 +14,7 @@ from bouquet_eval.translators.hf_seq2seq import (
     madlad_prompt,
     nllb_prompt,
 )
+from bouquet_eval.translators.prompt import build_prompt
 
 from .tiny_seq2seq import pseudo_sentence
 

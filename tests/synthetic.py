@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bouquet_eval.data import Direction
+from bouquet_eval.data.dataset import Direction
 
 
 def synthetic_directions(count: int) -> list[Direction]:
@@ -89,8 +89,8 @@ def write_model_run(
     import numpy as np
     import pandas as pd
 
-    from bouquet_eval.aggregate import ROW_GROUP_ROWS, direction_scores
-    from bouquet_eval.stats import Resampling
+    from bouquet_eval.core.stats import Resampling
+    from bouquet_eval.results.aggregate import ROW_GROUP_ROWS, direction_scores
 
     rng = np.random.default_rng(seed)
     quality = np.random.default_rng(0).uniform(-25, 25, size=len(directions))
@@ -134,9 +134,9 @@ def write_shaped_run(
 
     import pandas as pd
 
-    from bouquet_eval.leaderboard import build_leaderboard, read_results, write_leaderboard
-    from bouquet_eval.report import RunRecords, figure_paths, write_figures
-    from bouquet_eval.stats import Resampling
+    from bouquet_eval.core.stats import Resampling
+    from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
+    from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 
     seconds = {}
     started = time.perf_counter()

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from bouquet_eval.aggregate import direction_scores, write_aggregates
-from bouquet_eval.io import write_parquet
+from bouquet_eval.core.io import write_parquet
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import (
     Metric,
     corpus_metrics,
@@ -23,8 +23,8 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.score import score_rows
-from bouquet_eval.stats import Resampling
+from bouquet_eval.results.aggregate import direction_scores, write_aggregates
+from bouquet_eval.scoring.score import score_rows
 
 from .conftest import SAMPLE, Workflow
 from .workflow_configs import bounds_config

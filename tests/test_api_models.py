@@ -7,11 +7,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from bouquet_eval.data import resolve_dataset
-from bouquet_eval.estimate import CHARACTERS_PER_TOKEN
-from bouquet_eval.prompt import build_prompt
-from bouquet_eval.report import run_page
+from bouquet_eval.data.dataset import resolve_dataset
+from bouquet_eval.planning.estimate import CHARACTERS_PER_TOKEN
+from bouquet_eval.results.report import run_page
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
+from bouquet_eval.translators.prompt import build_prompt
 from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache
 
 from .chat_server import ChatServer

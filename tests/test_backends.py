@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.translate import model_settings
+from bouquet_eval.planning.plan import model_settings
 from bouquet_eval.translators import model_gpus
 
 from .conftest import REPOSITORY, SAMPLE, Workflow

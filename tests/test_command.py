@@ -15,12 +15,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from bouquet_eval import cli
-from bouquet_eval.command_config import SAVED_CONFIG, build_config, model_folder
-from bouquet_eval.command_run import snakemake_arguments
-from bouquet_eval.config import ConfigError, validate_config
-from bouquet_eval.data import Direction
-from bouquet_eval.sharding import assign_shards, take_part
+from bouquet_eval.command import cli
+from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder
+from bouquet_eval.command.run import snakemake_arguments
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.planning.schema import validate_config
+from bouquet_eval.planning.sharding import assign_shards, take_part
 
 from .chat_server import ChatServer
 from .conftest import REPOSITORY, SAMPLE, Workflow

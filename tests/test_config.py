@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bouquet_eval.config import ConfigError, expand_path, load_yaml, validate_config
+from bouquet_eval.core.config import ConfigError, expand_path, load_yaml
+from bouquet_eval.planning.schema import validate_config
 
 from .conftest import REPOSITORY
 

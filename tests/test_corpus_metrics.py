@@ -19,7 +19,7 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.score import score_rows, scored_table
+from bouquet_eval.scoring.score import score_rows, scored_table
 
 from .conftest import REPOSITORY
 

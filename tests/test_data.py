@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from bouquet_eval.config import ConfigError
-from bouquet_eval.data import (
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.data.dataset import (
     DatasetSource,
     Direction,
     as_direction,
@@ -171,8 +171,8 @@ def test_stray_file_names_are_reported(dataset: Path) -> None:
 
 RESOLVE = """
 import hashlib, json, os, sys
-from bouquet_eval.config import ConfigError
-from bouquet_eval.data import Direction, resolve_dataset
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.data.dataset import Direction, resolve_dataset
 
 results = []
 for token, settings, fetch in json.loads(sys.argv[1]):
@@ -322,7 +322,7 @@ def test_a_first_dry_run_without_network_says_what_to_do(
 
 SEED_CALLS = """
 from bouquet_eval import PromptFn, run_translation
-from bouquet_eval.data import select_directions
+from bouquet_eval.data.dataset import select_directions
 
 
 class MyTranslator:

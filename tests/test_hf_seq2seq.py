@@ -15,8 +15,7 @@ import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from bouquet_eval import run_translation
-from bouquet_eval.data import Direction
-from bouquet_eval.prompt import build_prompt
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.translators import BatchTranslator, load_prompt_fn, load_translator
 from bouquet_eval.translators import hf_seq2seq as module
 from bouquet_eval.translators.hf_seq2seq import (
@@ -31,6 +30,7 @@ from bouquet_eval.translators.hf_seq2seq import (
     nllb_code,
     nllb_prompt,
 )
+from bouquet_eval.translators.prompt import build_prompt
 
 from .seq2seq_inputs import MAX_NEW_TOKENS, four_directions, make, texts
 from .tiny_seq2seq import build_aya, build_madlad, build_nllb
@@ -345,7 +345,7 @@ def test_building_translators_imports_neither_torch_nor_transformers() -> None:
     code = f"""
 import sys
 from {MODULE} import AyaTranslator, MadladTranslator, NLLBTranslator, madlad_prompt, nllb_prompt
-from bouquet_eval.data import Direction
+from bouquet_eval.data.dataset import Direction
 for factory in (AyaTranslator, MadladTranslator, NLLBTranslator):
     factory(model="facebook/nllb-200-distilled-600M", num_beams=4, dtype="bfloat16")
 nllb_prompt("cmn_Hans", "eng_Latn", "text")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.job_cpus import default_cpus
-from bouquet_eval.sharding import assign_shards
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.planning.job_cpus import default_cpus
+from bouquet_eval.planning.sharding import assign_shards
 
 from .conftest import Workflow
 from .synthetic import synthetic_directions, write_dataset

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.version import package_version
+from bouquet_eval.core.version import package_version
 
 from .conftest import REPOSITORY, SNAKEFILE
 

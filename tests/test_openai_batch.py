@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from bouquet_eval.data import Direction, resolve_dataset
-from bouquet_eval.prompt import build_prompt
-from bouquet_eval.translate import TIMING_DIR, translate_directions
+from bouquet_eval.data.dataset import Direction, resolve_dataset
+from bouquet_eval.translation.translate import TIMING_DIR, translate_directions
 from bouquet_eval.translators import BatchError, openai_batch
 from bouquet_eval.translators.openai_batch import BatchesPending
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
+from bouquet_eval.translators.prompt import build_prompt
 
 from .batch_api import ERROR_FIRST, EXPIRE_HALF, FAIL
 from .chat_server import ChatServer

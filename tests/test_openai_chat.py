@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from bouquet_eval.data import Direction, resolve_dataset
-from bouquet_eval.prompt import build_prompt
-from bouquet_eval.translate import translate_directions
+from bouquet_eval.data.dataset import Direction, resolve_dataset
+from bouquet_eval.translation.translate import translate_directions
+from bouquet_eval.translation.watchdog import TranslatorStalled
 from bouquet_eval.translators import BatchError, BatchTranslator, Translator
 from bouquet_eval.translators.openai_chat import (
     ChatRequestError,
@@ -31,8 +31,8 @@ from bouquet_eval.translators.openai_chat import (
     RequestCache,
     retry_after_seconds,
 )
+from bouquet_eval.translators.prompt import build_prompt
 from bouquet_eval.translators.reasoning import strip_reasoning
-from bouquet_eval.watchdog import TranslatorStalled
 
 from .chat_server import (
     ChatServer,

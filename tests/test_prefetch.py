@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.hub import PARTS, HubError, HubFiles, select_files
-from bouquet_eval.prefetch import hub_needs
+from bouquet_eval.data.hub import PARTS, HubError, HubFiles, select_files
+from bouquet_eval.data.prefetch import hub_needs
 
 from .conftest import Workflow
 from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub

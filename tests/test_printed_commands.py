@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.verify import OK
+from bouquet_eval.results.verify import OK
 
 from .conftest import REPOSITORY, Workflow
 from .hub_datasets import bouquet_on_hub
@@ -88,7 +88,7 @@ def test_bouquet_eval_home_in_a_script_of_ones_own(tmp_path: Path) -> None:
     """Outside the workflow, nothing sets BOUQUET_EVAL_HOME: it is this package's repository."""
     script = textwrap.dedent(
         """
-        from bouquet_eval.data import resolve_dataset
+        from bouquet_eval.data.dataset import resolve_dataset
 
         dataset = resolve_dataset({"path": "${BOUQUET_EVAL_HOME}/data/sample/parquet"})
         print(len(dataset.directions()))

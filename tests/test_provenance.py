@@ -15,25 +15,26 @@ from typing import Any
 import jsonschema
 import pytest
 
-from bouquet_eval.config import ConfigError, load_schema, validate_config
-from bouquet_eval.currency import (
+from bouquet_eval.core.config import ConfigError, import_object
+from bouquet_eval.core.freshness import (
     FileState,
     ResumableOutput,
     _sha256,
     remove_stray_temporaries,
     settings_digest,
 )
-from bouquet_eval.data import resolve_dataset
-from bouquet_eval.io import write_jsonl
-from bouquet_eval.secrets import (
+from bouquet_eval.core.io import write_jsonl
+from bouquet_eval.core.secrets import (
     REDACTED,
     is_secret_name,
     known_secrets,
     redact_command,
     refuse_secrets,
 )
-from bouquet_eval.translate import translate_model, translation_settings
-from bouquet_eval.translators import import_object
+from bouquet_eval.data.dataset import resolve_dataset
+from bouquet_eval.planning.plan import translation_settings
+from bouquet_eval.planning.schema import load_schema, validate_config
+from bouquet_eval.translation.translate import translate_model
 from bouquet_eval.translators.backends import BACKENDS
 
 from .conftest import REPOSITORY, SAMPLE

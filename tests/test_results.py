@@ -17,15 +17,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from bouquet_eval.data import Direction
-from bouquet_eval.leaderboard import (
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.results.leaderboard import (
     ModelResults,
     build_leaderboard,
     markdown_table,
     primary_metric,
 )
-from bouquet_eval.mtme import documents, escape, unescape
-from bouquet_eval.verify import (
+from bouquet_eval.results.mtme import documents, escape, unescape
+from bouquet_eval.results.verify import (
     DIFFERS,
     NOT_CLAIMED,
     NOT_RECOMPUTED,
@@ -388,7 +388,7 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
 def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     column: str, lower: set[str]
 ) -> None:
-    from bouquet_eval.report import heatmap
+    from bouquet_eval.results.report import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
     scores = pd.DataFrame(

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bouquet_eval.browse import serve
-from bouquet_eval.compare import compare_models
-from bouquet_eval.report import dense_languages, run_page, timing_figure
-from bouquet_eval.stats import Resampling, benjamini_hochberg
-from bouquet_eval.views import describe_language
+from bouquet_eval.core.stats import Resampling, benjamini_hochberg
+from bouquet_eval.results.browse import serve
+from bouquet_eval.results.compare import compare_models
+from bouquet_eval.results.report import dense_languages, run_page, timing_figure
+from bouquet_eval.results.views import describe_language
 
 from . import browser
 from .leaderboard_models import SMALL, synthetic_model
@@ -264,8 +264,8 @@ async def _browse(server: str) -> None:
 
 def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:
     """Ten models with long names and six metrics: no part of the table outside the window."""
-    from bouquet_eval.leaderboard import ModelResults, build_leaderboard
-    from bouquet_eval.report import leaderboard_page
+    from bouquet_eval.results.leaderboard import ModelResults, build_leaderboard
+    from bouquet_eval.results.report import leaderboard_page
 
     metrics = ["chrfpp", "metricx", "bleu", "ter", "glotlid_score", "glotlid_x_metricx"]
     results = []

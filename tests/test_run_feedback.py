@@ -7,8 +7,8 @@ import re
 import time
 from pathlib import Path
 
-from bouquet_eval.plan import Sources, load_plan
-from bouquet_eval.progress import run_progress
+from bouquet_eval.planning.plan import Sources, load_plan
+from bouquet_eval.planning.progress import run_progress
 
 from .conftest import REPOSITORY, SNAKEFILE, Workflow
 from .workflow_configs import bounds_config, recorded, recording_model

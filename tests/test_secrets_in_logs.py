@@ -80,7 +80,7 @@ def test_a_secret_given_on_the_command_line_stops_the_run_before_it_is_logged(
 STOPPED = textwrap.dedent(
     """
     import os, sys
-    from bouquet_eval.jobs import job_logging
+    from bouquet_eval.core.jobs import job_logging
 
     with job_logging(sys.argv[1]):
         sys.exit("stopped: the Hub refused " + os.environ["HF_TOKEN"])

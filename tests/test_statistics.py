@@ -9,16 +9,7 @@ import pytest
 from sacrebleu.metrics import CHRF
 from sacrebleu.significance import _compute_p_value, estimate_ci
 
-from bouquet_eval.aggregate import (
-    direction_scores,
-    direction_values,
-    score_table,
-    summary,
-)
-from bouquet_eval.compare import compare_models
-from bouquet_eval.metrics import CorpusMetric, load_metric
-from bouquet_eval.score import score_rows
-from bouquet_eval.stats import (
+from bouquet_eval.core.stats import (
     Resampling,
     approximate_randomization_p,
     bootstrap_interval,
@@ -32,6 +23,15 @@ from bouquet_eval.stats import (
     pool,
     skipna_mean,
 )
+from bouquet_eval.metrics import CorpusMetric, load_metric
+from bouquet_eval.results.aggregate import (
+    direction_scores,
+    direction_values,
+    score_table,
+    summary,
+)
+from bouquet_eval.results.compare import compare_models
+from bouquet_eval.scoring.score import score_rows
 
 SMALL = Resampling(seed=7, bootstrap_resamples=400, ar_trials=2000)
 

@@ -19,12 +19,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from bouquet_eval.data import DatasetSource, Direction, resolve_dataset
-from bouquet_eval.prompt import build_prompt
-from bouquet_eval.stream import Flight
-from bouquet_eval.translate import JobProgress, TranslationError, duration, translate_directions
+from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset
+from bouquet_eval.translation.stream import Flight
+from bouquet_eval.translation.translate import (
+    JobProgress,
+    TranslationError,
+    duration,
+    translate_directions,
+)
+from bouquet_eval.translation.watchdog import StallWatchdog, TranslatorStalled
 from bouquet_eval.translators import BatchError
-from bouquet_eval.watchdog import StallWatchdog, TranslatorStalled
+from bouquet_eval.translators.prompt import build_prompt
 
 from .conftest import SAMPLE, python_path
 
@@ -267,7 +272,7 @@ def test_counted_progress_keeps_a_slow_translator_going(tmp_path: Path) -> None:
 STUBBORN = textwrap.dedent(
     """
     import logging, sys, time
-    from bouquet_eval.watchdog import StallWatchdog
+    from bouquet_eval.translation.watchdog import StallWatchdog
 
     logging.basicConfig(level=logging.INFO)
     with StallWatchdog(0.3, probe=lambda: 0, describe=lambda: "model m, direction d: stalled"):
@@ -349,8 +354,8 @@ def test_job_progress_estimates_the_time_left() -> None:
 JOB = textwrap.dedent(
     """
     import sys
-    from bouquet_eval.jobs import job_logging
-    from bouquet_eval.translate import TranslationError
+    from bouquet_eval.core.jobs import job_logging
+    from bouquet_eval.translation.translate import TranslationError
 
     with job_logging(sys.argv[1]):
         raise TranslationError("m", "eng_Latn-fra_Latn", "the translator returned\\nNoneType")

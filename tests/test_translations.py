@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bouquet_eval.data import Direction
-from bouquet_eval.io import write_jsonl
-from bouquet_eval.translations import read_translations
+from bouquet_eval.core.io import write_jsonl
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.translations import read_translations
 
 DIRECTION = Direction("eng_Latn", "fra_Latn")
 ROWS = pd.DataFrame(

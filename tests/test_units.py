@@ -11,16 +11,22 @@ import pytest
 from sacrebleu.metrics import CHRF
 
 from bouquet_eval import Translator, build_prompt
-from bouquet_eval.aggregate import append_manifest, direction_scores
-from bouquet_eval.currency import ResumableOutput
-from bouquet_eval.data import Direction
+from bouquet_eval.core.freshness import ResumableOutput
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.metrics import load_metric
-from bouquet_eval.prompt import language_name
-from bouquet_eval.runs import RUNS, RunningError, _start_time, refuse_beside_live_runs, register
-from bouquet_eval.sharding import assign_shards, shard_index
-from bouquet_eval.stats import Resampling
+from bouquet_eval.planning.runs import (
+    RUNS,
+    RunningError,
+    _start_time,
+    refuse_beside_live_runs,
+    register,
+)
+from bouquet_eval.planning.sharding import assign_shards, shard_index
+from bouquet_eval.results.aggregate import append_manifest, direction_scores
 from bouquet_eval.translators import load_prompt_fn, load_translator
 from bouquet_eval.translators.bounds import CopySource
+from bouquet_eval.translators.prompt import language_name
 
 
 @pytest.mark.parametrize(
@@ -118,7 +124,7 @@ def test_loading_translators_and_prompt_functions() -> None:
 
     assert isinstance(Upper(), Translator)
     assert load_prompt_fn(None, None) is build_prompt
-    assert load_prompt_fn("bouquet_eval.prompt:build_prompt", None) is build_prompt
+    assert load_prompt_fn("bouquet_eval.translators.prompt:build_prompt", None) is build_prompt
     made = load_prompt_fn("tests.test_units:suffixed_prompt", {"suffix": "!"})
     assert made("eng_Latn", "fra_Latn", "x") == build_prompt("eng_Latn", "fra_Latn", "x") + "!"
 

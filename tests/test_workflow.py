@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import CHRF
 
-from bouquet_eval.sharding import assign_shards
+from bouquet_eval.planning.sharding import assign_shards
 
 from .conftest import Workflow
 from .workflow_configs import (

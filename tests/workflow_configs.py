@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bouquet_eval.data import Direction
+from bouquet_eval.data.dataset import Direction
 
 from .conftest import SAMPLE
 

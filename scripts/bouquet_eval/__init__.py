@@ -3,8 +3,8 @@
 The Snakemake workflow in `workflow/` runs these modules; each step can also be run by hand.
 """
 
-from bouquet_eval.prompt import PromptFn, build_prompt
-from bouquet_eval.runner import run_translation
+from bouquet_eval.translation.runner import run_translation
 from bouquet_eval.translators import RowTranslator, Translator
+from bouquet_eval.translators.prompt import PromptFn, build_prompt
 
 __all__ = ["PromptFn", "RowTranslator", "Translator", "build_prompt", "run_translation"]

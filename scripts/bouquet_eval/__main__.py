@@ -2,6 +2,6 @@
 
 import sys
 
-from bouquet_eval.cli import main
+from bouquet_eval.command.cli import main
 
 sys.exit(main())

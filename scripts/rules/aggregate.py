@@ -2,7 +2,13 @@
 
 from pathlib import Path
 
-from bouquet_eval.aggregate import (
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.data.outputs import translation_path
+from bouquet_eval.metrics import load_metrics
+from bouquet_eval.planning.cost import is_batch, model_price, with_costs
+from bouquet_eval.planning.runs import recorded_command
+from bouquet_eval.results.aggregate import (
     append_manifest,
     manifest_entry,
     recorded_environments,
@@ -12,12 +18,6 @@ from bouquet_eval.aggregate import (
     write_aggregates,
     write_csv,
 )
-from bouquet_eval.cost import is_batch, model_price, with_costs
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import translation_path
-from bouquet_eval.runs import recorded_command
-from bouquet_eval.stats import Resampling
 
 
 def main(snakemake: SnakemakeJob) -> None:

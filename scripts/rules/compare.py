@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.aggregate import write_csv
-from bouquet_eval.compare import compare_models
-from bouquet_eval.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics, metric_columns
-from bouquet_eval.stats import Resampling
+from bouquet_eval.results.aggregate import write_csv
+from bouquet_eval.results.compare import compare_models
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -5,17 +5,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.leaderboard import (
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.metrics import load_metrics
+from bouquet_eval.results.leaderboard import (
     build_leaderboard,
     lower_is_better_columns,
     read_results,
     score_columns,
     write_leaderboard,
 )
-from bouquet_eval.metrics import load_metrics
-from bouquet_eval.report import RunRecords, figure_paths, write_figures
-from bouquet_eval.stats import Resampling
+from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 
 
 def read_timing(path: Path) -> pd.DataFrame:

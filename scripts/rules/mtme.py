@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.data import Direction
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.leaderboard import score_columns
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.mtme import export, needed_columns
+from bouquet_eval.results.leaderboard import score_columns
+from bouquet_eval.results.mtme import export, needed_columns
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -1,7 +1,7 @@
 """Rule script: fill the Hugging Face cache (run by Snakemake, on a machine with network)."""
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.prefetch import prefetch
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.prefetch import prefetch
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from bouquet_eval.jobs import SnakemakeJob
-from bouquet_eval.progress import progress_table, run_progress
+from bouquet_eval.core.jobs import SnakemakeJob
+from bouquet_eval.planning.progress import progress_table, run_progress
 
 
 def main(snakemake: SnakemakeJob) -> None:

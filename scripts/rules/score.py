@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from bouquet_eval.environment import job_environment, metric_models
-from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.core.environment import job_environment, metric_models
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.data.outputs import direction_of
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import direction_of
-from bouquet_eval.score import score_directions
+from bouquet_eval.scoring.score import score_directions
 
 
 def main(snakemake: SnakemakeJob) -> None:

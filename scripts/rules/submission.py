@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from bouquet_eval.data import Direction
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.submission import write_submission
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.results.submission import write_submission
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -1,9 +1,9 @@
 """Rule script: translate the directions of one shard (run by Snakemake)."""
 
-from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.outputs import direction_of
-from bouquet_eval.translate import translate_planned
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.translation.translate import translate_planned
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from bouquet_eval.jobs import SnakemakeJob, job_logging
-from bouquet_eval.verify import mismatch_message
+from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.results.verify import mismatch_message
 
 
 def main(snakemake: SnakemakeJob) -> None:

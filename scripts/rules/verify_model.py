@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
-from bouquet_eval.aggregate import write_csv
-from bouquet_eval.data import as_direction
-from bouquet_eval.gpus import gpu_lease
-from bouquet_eval.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.data.dataset import as_direction
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.stats import Resampling
-from bouquet_eval.verify import (
+from bouquet_eval.results.aggregate import write_csv
+from bouquet_eval.results.verify import (
     FAILED,
     TOLERANCES,
     compare_scores,

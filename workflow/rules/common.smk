@@ -3,22 +3,22 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from bouquet_eval.checks import (
+from bouquet_eval.planning.checks import (
     check_own_objects,
     refuse_unset_api_keys,
     stop_planning,
     warn_of_unset_api_keys,
 )
-from bouquet_eval.config import ConfigError, job_name
-from bouquet_eval.currency import check_job, describe, stamp_input, stamp_path
-from bouquet_eval.estimate import api_estimates
-from bouquet_eval.io import write_json
-from bouquet_eval.jobs import failed_job_report
-from bouquet_eval.job_cpus import default_cpus
+from bouquet_eval.core.config import ConfigError, job_name
+from bouquet_eval.core.freshness import check_job, describe, stamp_input, stamp_path
+from bouquet_eval.planning.estimate import api_estimates
+from bouquet_eval.core.io import write_json
+from bouquet_eval.core.jobs import failed_job_report
+from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.outputs import AGGREGATES
-from bouquet_eval.plan import Sources, load_plan
-from bouquet_eval.runs import (
+from bouquet_eval.data.outputs import AGGREGATES
+from bouquet_eval.planning.plan import Sources, load_plan
+from bouquet_eval.planning.runs import (
     command_line,
     RunningError,
     locked_by_a_live_run,
@@ -26,14 +26,14 @@ from bouquet_eval.runs import (
     register,
     remove_stale_locks,
 )
-from bouquet_eval.secrets import redact_command
-from bouquet_eval.selection import announce as announce_selection
+from bouquet_eval.core.secrets import redact_command
+from bouquet_eval.planning.selection import announce as announce_selection
 from bouquet_eval.translators.backends import model_environment
 
 # Parsing this file writes nothing and changes no environment variable. What the main process
 # does once happens while Snakemake plans the run (`once_while_planning`: the jobs' PYTHONPATH,
 # a killed run's locks, a dry run's warnings; the stamps that say whether existing outputs are
-# current, see bouquet_eval.currency) and when the run starts (`onstart`). docs/design.md says
+# current, see bouquet_eval.core.freshness) and when the run starts (`onstart`). docs/design.md says
 # why.
 
 # The embedded default: the bundled sample, unless a configuration file is given.
@@ -96,7 +96,7 @@ onstart:
             raise WorkflowError(str(error)) from None
         # The command line as the manifests record it. Snakemake prints it (its banner, its
         # log under .snakemake/log/) only once the workflow is parsed, so never with a --config
-        # item holding a secret: load_plan stops such a run (bouquet_eval.secrets).
+        # item holding a secret: load_plan stops such a run (bouquet_eval.core.secrets).
         register(redact_command(command_line(), PLAN.secrets()), outputs)
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
@@ -208,12 +208,12 @@ def once_while_planning(wildcards=None):
     give_jobs_the_package()
     if workflow.dryrun:
         warn_of_unset_api_keys(config["models"])
-        # What the API models will send, and cost (bouquet_eval.estimate).
+        # What the API models will send, and cost (bouquet_eval.planning.estimate).
         for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
             print(estimate.line(), file=sys.stderr)
     # Runs that execute jobs have execution settings (a report has none).
     elif workflow.execution_settings is not None and workflow.execution_settings.lock:
-        # So that rerunning the command works after a crash (bouquet_eval.runs).
+        # So that rerunning the command works after a crash (bouquet_eval.planning.runs).
         if remove_stale_locks():
             print(
                 "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
@@ -230,7 +230,7 @@ CHECKED_STAMPS = set()
 
 def planned_stamp(model, job, outputs):
     """An input function: the job's stamp, rewritten when one of its existing outputs is not
-    current (bouquet_eval.currency). It runs while Snakemake builds its plan, when it knows
+    current (bouquet_eval.core.freshness). It runs while Snakemake builds its plan, when it knows
     whether this is a dry run; a job's own process only names the stamp."""
     stamp = stamp_path(model.folder, job)
 
@@ -302,7 +302,7 @@ GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 
 def job_settings(stage, model=None):
     """`resources.<stage>` of the configuration, with a model's own `resources` over it; CPUs
-    by default from what the job runs (bouquet_eval.job_cpus)."""
+    by default from what the job runs (bouquet_eval.planning.job_cpus)."""
     settings = {
         "cpus": default_cpus(stage, config, model.entry if model else None),
         **config["resources"][stage],

@@ -1,7 +1,7 @@
 # Helpers and constants of the results rules (leaderboard.smk, submission.smk).
-from bouquet_eval.leaderboard import score_columns
-from bouquet_eval.report import figure_paths
-from bouquet_eval.verify import claim_fingerprint
+from bouquet_eval.results.leaderboard import score_columns
+from bouquet_eval.results.report import figure_paths
+from bouquet_eval.results.verify import claim_fingerprint
 
 # Snakemake's report(), under a name its parser does not take for the `report:` keyword when
 # it starts a line.
@@ -33,7 +33,7 @@ def figures_of_models(kind, caption, category):
     ]
 
 
-from bouquet_eval.verify import claim_fingerprint
+from bouquet_eval.results.verify import claim_fingerprint
 
 
 def translations_of_model(wildcards):

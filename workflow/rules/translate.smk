@@ -2,7 +2,7 @@
 # of its shard that is not current. Outputs are update() so that Snakemake keeps the finished
 # directions of a shard when it reruns for a missing one; whether a kept output is current is
 # decided from its provenance record (see translation_stamp in common.smk and
-# bouquet_eval.currency).
+# bouquet_eval.core.freshness).
 for model in MODELS.values():
     if model.translated_in_place:
         continue

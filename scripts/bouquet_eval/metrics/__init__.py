@@ -16,8 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from bouquet_eval.config import ConfigError
-from bouquet_eval.translators import import_object
+from bouquet_eval.core.config import ConfigError, import_object
 
 
 @runtime_checkable

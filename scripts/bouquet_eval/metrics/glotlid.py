@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from bouquet_eval.languages import LanguageCode
+from bouquet_eval.core.languages import LanguageCode
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from bouquet_eval.devices import resolve_device, resolve_dtype
+from bouquet_eval.core.devices import resolve_device, resolve_dtype
 from bouquet_eval.metrics import metricx_tokenizer
 
 if TYPE_CHECKING:

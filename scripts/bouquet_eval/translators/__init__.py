@@ -15,11 +15,10 @@ that its load is timed apart from the first direction's translation.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from bouquet_eval.prompt import PromptFn, build_prompt
+from bouquet_eval.core.config import import_object
 
 # The registry of built-in translators and what follows from a model entry, re-exported as
 # part of this package's interface.
@@ -29,6 +28,7 @@ from bouquet_eval.translators.backends import (
     prompt_fn_spec,
     translator_arguments,
 )
+from bouquet_eval.translators.prompt import PromptFn, build_prompt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,7 +39,6 @@ __all__ = [
     "BatchTranslator",
     "RowTranslator",
     "Translator",
-    "import_object",
     "load_prompt_fn",
     "load_translator",
     "model_gpus",
@@ -78,21 +77,6 @@ class BatchError(RuntimeError):
     def __init__(self, index: int, detail: str) -> None:
         super().__init__(detail)
         self.index = index
-
-
-def import_object(spec: str) -> Any:
-    """Resolve "package.module:name" to the named attribute."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"'{spec}' is not of the form 'package.module:name'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"cannot import module '{module_name}' of '{spec}': {error}") from error
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise ImportError(f"module '{module_name}' has no attribute '{attribute}'") from None
 
 
 def load_translator(spec: str, kwargs: dict[str, Any]) -> Translator | RowTranslator:

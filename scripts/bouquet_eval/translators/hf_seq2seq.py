@@ -6,7 +6,8 @@ function that puts what the model needs into the prompt, in the model's own lang
 - NLLB-200 (`NLLBTranslator` + `nllb_prompt`): "<src code>\\t<tgt code>\\t<text>"; the translator
   sets the tokenizer's `src_lang` and forces the target code as the first generated token.
 - MADLAD-400 (`MadladTranslator` + `madlad_prompt`): "<2xx> <text>", the model's native input.
-- Aya-101 (`AyaTranslator` + the default `bouquet_eval.prompt.build_prompt`): an instruction.
+- Aya-101 (`AyaTranslator` + the default `bouquet_eval.translators.prompt.build_prompt`): an
+  instruction.
 
 Every translator has `check_directions(directions)`, which raises `UnsupportedLanguageError`
 naming every language the model cannot translate from or into, without loading the model: NLLB
@@ -26,8 +27,8 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from bouquet_eval.devices import resolve_device, resolve_dtype
-from bouquet_eval.languages import LanguageCode
+from bouquet_eval.core.devices import resolve_device, resolve_dtype
+from bouquet_eval.core.languages import LanguageCode
 
 if TYPE_CHECKING:
     import torch
@@ -127,7 +128,7 @@ class UnsupportedLanguageError(ValueError):
 
 
 class LanguagePair(Protocol):
-    """A direction: `bouquet_eval.data.Direction` or anything with the same two fields."""
+    """A direction: `bouquet_eval.data.dataset.Direction` or anything with the same two fields."""
 
     @property
     def src_lang(self) -> str: ...

@@ -33,15 +33,15 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from bouquet_eval.translators import BatchError
-from bouquet_eval.translators.request_cache import append_durably, create_own_file
+from bouquet_eval.translators.openai_reply import Answer, Usage, read_reply
+from bouquet_eval.translators.request_cache import RequestCache, append_durably, create_own_file
 
 if TYPE_CHECKING:
     import openai
 
-    from bouquet_eval.translators.openai_chat import Answer, OpenAIChatTranslator
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,22 @@ MAX_BYTES_PER_FILE = 190_000_000
 ENDPOINT: Final = "/v1/chat/completions"
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 MAX_POLL_INTERVAL = 300.0
+
+
+class BatchSender(Protocol):
+    """What a batch run needs of the translator it sends for (`OpenAIChatTranslator`)."""
+
+    cache: RequestCache | None
+    usage: Usage
+    max_retries: int
+    retry_backoff: float
+    batch_poll_interval: float
+    batch_wait: float | None
+
+    def request_headers(self) -> dict[str, Any]: ...
+    def request_body(self, prompt: str) -> dict[str, Any]: ...
+    def key(self, prompt: str) -> str: ...
+    def count(self, answer: Answer) -> None: ...
 
 
 class BatchesPending(RuntimeError):
@@ -104,7 +120,7 @@ class Results:
 class BatchRun:
     """One `translate_batches` stream in batch mode; see the module docstring."""
 
-    def __init__(self, translator: OpenAIChatTranslator, client: openai.OpenAI) -> None:
+    def __init__(self, translator: BatchSender, client: openai.OpenAI) -> None:
         if translator.cache is None:
             raise ValueError("mode batch needs a request cache (cache_dir)")
         self.translator = translator
@@ -355,8 +371,6 @@ def input_files(keys: list[str], prompts_of: dict[str, str], request: Any) -> It
 
 def read_results(content: bytes, results: Results) -> None:
     """Add the answers and failures of an output or error file to `results`."""
-    from bouquet_eval.translators.openai_chat import Answer, read_reply
-
     for line in content.splitlines():
         try:
             result = json.loads(line)

@@ -50,8 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bouquet_eval.secrets import REDACTED
+from bouquet_eval.core.secrets import REDACTED
 from bouquet_eval.translators import BatchError
+from bouquet_eval.translators.openai_batch import BatchRun
+from bouquet_eval.translators.openai_reply import Answer, Failure, Usage, excerpt, read_reply
 from bouquet_eval.translators.request_cache import CacheWriter, RequestCache
 
 if TYPE_CHECKING:
@@ -66,7 +68,6 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every status from 500 on
 # A longer wait than this (e.g. a daily quota) is better reported than slept through.
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 8.0
-_REPLY_EXCERPT = 200
 
 
 class MissingAPIKeyError(RuntimeError):
@@ -83,34 +84,6 @@ class ChatRequestError(RuntimeError):
         self.index = index
         self.detail = detail
         self.batch = batch
-
-
-@dataclass
-class Usage:
-    """Counts over every `translate` call of one translator."""
-
-    requests: int = 0  # HTTP requests sent, retries included
-    retries: int = 0
-    cache_hits: int = 0  # prompts answered from the cache, without a request
-    prompt_tokens: int = 0  # as the server reports them, for answers received (not cache hits)
-    completion_tokens: int = 0  # reasoning tokens included, as the API counts them
-    reasoning_tokens: int = 0  # `completion_tokens_details.reasoning_tokens`, where reported
-    truncated: int = 0  # answers cut at the token limit (finish_reason "length")
-    polls: int = 0  # looks at a pending batch (mode batch): progress while batches run
-
-
-@dataclass(frozen=True)
-class Answer:
-    content: str
-    usage: Mapping[str, Any]
-    truncated: bool
-
-
-@dataclass(frozen=True)
-class Failure:
-    reason: str
-    retryable: bool = True
-    retry_after: float | None = None
 
 
 @dataclass
@@ -227,8 +200,6 @@ class OpenAIChatTranslator:
 
     def _batch_stream(self, batches: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
         import openai
-
-        from bouquet_eval.translators.openai_batch import BatchRun
 
         # The client's own retries cover uploads, creates and downloads, which are not paid.
         with openai.OpenAI(**self._client_options(), max_retries=self.max_retries) as client:
@@ -587,29 +558,6 @@ class _Stream:
             await self.session.writer.flush()
 
 
-def read_reply(payload: bytes) -> Answer | Failure:
-    """The answer in a 2xx's body, or what is wrong with the body."""
-    try:
-        data = json.loads(payload)
-    except ValueError:  # also a UnicodeDecodeError
-        return Failure(f"the reply is not JSON: {_excerpt(payload)!r}")
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices:
-        return Failure(f"the reply has no choices: {_excerpt(payload)!r}")
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message")
-    message = message if isinstance(message, dict) else {}
-    content = message.get("content")
-    if not isinstance(content, str):
-        reasoning = any(message.get(name) for name in ("reasoning", "reasoning_content"))
-        hint = " (it has reasoning only: is max_tokens too small?)" if reasoning else ""
-        return Failure(f"the reply's content is null{hint}")
-    usage = data.get("usage")
-    return Answer(
-        content, usage if isinstance(usage, dict) else {}, choice.get("finish_reason") == "length"
-    )
-
-
 def _first_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
@@ -622,15 +570,11 @@ def _error_message(payload: bytes) -> str:
     try:
         data = json.loads(payload)
     except ValueError:
-        return _excerpt(payload)
+        return excerpt(payload)
     error = data.get("error", data) if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return error["message"]
-    return _excerpt(payload)
-
-
-def _excerpt(payload: bytes) -> str:
-    return payload[:_REPLY_EXCERPT].decode(errors="replace")
+    return excerpt(payload)
 
 
 def _version() -> str:

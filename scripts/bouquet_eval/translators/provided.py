@@ -3,7 +3,7 @@
 A folder holds one `<src>-<tgt>.jsonl` per direction, rows in the dataset's order with at least
 `src_lang`, `tgt_lang`, `src_text` and `mt_text` (`ref_text` and `uniq_id` are checked when
 present, and taken from the dataset otherwise). Every line is checked against the dataset
-(bouquet_eval.translations), and an error names the file and line. The folder may be the
+(bouquet_eval.data.translations), and an error names the file and line. The folder may be the
 model's own output folder: the files are then scored where they are.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bouquet_eval.config import expand_path
-from bouquet_eval.data import Direction
-from bouquet_eval.outputs import translation_path
-from bouquet_eval.translations import read_translations
+from bouquet_eval.core.config import expand_path
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.outputs import translation_path
+from bouquet_eval.data.translations import read_translations
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 # vLLM otherwise installs logging handlers of its own when imported, after which the job's
-# log file (bouquet_eval.jobs.job_logging) stops receiving anything; its records then go
+# log file (bouquet_eval.core.jobs.job_logging) stops receiving anything; its records then go
 # through the job's handlers like everyone else's.
 os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
 

@@ -1,0 +1,245 @@
+"""The workflow configuration that a `bouquet-eval` command line stands for.
+
+`--output-dir DIR` is one model's folder: the configuration names the model after the folder and
+puts the workflow's outputs in its parent, so that the workflow, run with DIR as its working
+directory, writes `DIR/<src>-<tgt>.jsonl`, `DIR/scores.csv` and so on. What the flags give wins;
+what they leave out comes from the configuration saved beside the outputs by the previous
+command (`DIR/bouquet-eval.yaml`), else from the workflow's defaults. The saved file is the
+whole run's configuration, without `--shard`: plain Snakemake reproduces the run from it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bouquet_eval.core.config import ConfigError, load_yaml
+from bouquet_eval.core.io import atomic_path, json_reason
+from bouquet_eval.planning.sharding import parse_part
+from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
+
+SAVED_CONFIG = "bouquet-eval.yaml"
+"""The configuration of the last command, in the model's folder."""
+
+DEFAULT_METRICS = ("chrf", "metricx", "glotlid")
+"""The benchmark's metrics, which the command computes unless told otherwise."""
+
+CHAT_BACKENDS = ("vllm", "openai")
+
+_NAME_PATTERN = re.compile(ENTRY_PROPERTIES["name"]["pattern"])
+"""What a model's name may be (the folder's name names it)."""
+
+
+@dataclass(frozen=True)
+class BackendFlag:
+    """A flag that sets one setting of the chat backends' model entries."""
+
+    flag: str
+    setting: str
+    backends: tuple[str, ...]
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+BACKEND_FLAGS = (
+    BackendFlag("--system-prompt", "system_prompt", CHAT_BACKENDS),
+    BackendFlag("--temperature", "temperature", CHAT_BACKENDS),
+    BackendFlag("--seed", "seed", CHAT_BACKENDS),
+    BackendFlag("--tensor-parallel-size", "tensor_parallel_size", ("vllm",)),
+    BackendFlag("--dtype", "dtype", ("vllm",)),
+    BackendFlag("--max-model-len", "max_model_len", ("vllm",)),
+    BackendFlag("--gpu-memory-utilization", "gpu_memory_utilization", ("vllm",)),
+    BackendFlag("--deterministic", "deterministic", ("vllm",)),
+    BackendFlag("--base-url", "base_url", ("openai",)),
+    BackendFlag("--api-key-env", "api_key_env", ("openai",)),
+    BackendFlag("--concurrency", "concurrency", ("openai",)),
+)
+
+
+def model_folder(output_dir: str | os.PathLike[str]) -> Path:
+    """The model's folder, absolute; its name names the model in the configuration."""
+    folder = Path(os.path.expanduser(os.fspath(output_dir))).absolute()
+    if not _NAME_PATTERN.match(folder.name):
+        raise ConfigError(
+            f"--output-dir '{output_dir}': the folder's name '{folder.name}' names the model and "
+            "may hold only letters, digits, '.', '_' and '-' (not first)"
+        )
+    return folder
+
+
+def load_saved(folder: Path) -> dict[str, Any] | None:
+    path = folder / SAVED_CONFIG
+    return load_yaml(path) if path.is_file() else None
+
+
+def save(config: Mapping[str, Any], folder: Path) -> Path:
+    """Write the run's configuration beside its outputs, without the shard, atomically: shard
+    processes started together write the same file."""
+    whole = copy.deepcopy(dict(config))
+    whole.get("directions", {}).pop("shard", None)
+    path = folder / SAVED_CONFIG
+    with atomic_path(path) as partial:
+        partial.write_text(
+            "# Written by bouquet-eval; reproduce the run with Snakemake:\n"
+            f"#   snakemake -s <repository>/workflow/Snakefile -d {folder} --configfile {path}\n"
+            + yaml.safe_dump(whole, sort_keys=False, allow_unicode=True),
+            encoding="utf-8",
+        )
+    return path
+
+
+def json_object(flag: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{flag}: column {error.colno}: {json_reason(error)}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}: expected a JSON object such as '{{\"k\": 4}}'")
+    return value
+
+
+def _given(args: Any, name: str) -> Any:
+    return getattr(args, name, None)
+
+
+def model_entry(args: Any, name: str) -> dict[str, Any] | None:
+    """The model entry the translation flags describe; None when they name no translator."""
+    if _given(args, "translator"):
+        entry = _custom_translator(args, name)
+    elif _given(args, "model"):
+        entry = _chat_backend(args, name)
+    else:
+        return None
+    return entry
+
+
+def _prompt_settings(args: Any, own_prompt_fn: str | None = None) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    prompt_fn = _given(args, "prompt_fn")
+    if prompt_fn and prompt_fn != own_prompt_fn:
+        settings["prompt_fn"] = prompt_fn
+    if _given(args, "prompt_kwargs") is not None:
+        if not prompt_fn:
+            raise ConfigError("--prompt-kwargs: give --prompt-fn, the factory they are passed to")
+        settings["prompt_kwargs"] = json_object("--prompt-kwargs", args.prompt_kwargs)
+        settings["prompt_fn"] = prompt_fn
+    return settings
+
+
+def _custom_translator(args: Any, name: str) -> dict[str, Any]:
+    """`--translator pkg.mod:Name`. The Hugging Face adapters the project ships are its
+    built-in translators (their settings checked, their GPUs and environment known)."""
+    kwargs = (
+        json_object("--translator-kwargs", args.translator_kwargs)
+        if _given(args, "translator_kwargs") is not None
+        else {}
+    )
+    built_in = next(
+        (key for key, backend in BACKENDS.items() if backend.factory == args.translator), None
+    )
+    if built_in is not None:
+        own_prompt_fn = BACKENDS[built_in].prompt_fn
+        return {
+            "name": name,
+            "translator": built_in,
+            **kwargs,
+            **_prompt_settings(args, own_prompt_fn),
+        }
+    entry: dict[str, Any] = {"name": name, "translator": args.translator}
+    if kwargs:
+        entry["translator_kwargs"] = kwargs
+    return {**entry, **_prompt_settings(args)}
+
+
+def _chat_backend(args: Any, name: str) -> dict[str, Any]:
+    backend = _given(args, "backend") or "vllm"
+    entry: dict[str, Any] = {"name": name, "translator": backend, "model": args.model}
+    for option in BACKEND_FLAGS:
+        value = _given(args, option.dest)
+        if value is None or value is False:
+            continue
+        if backend not in option.backends:
+            raise ConfigError(f"{option.flag} applies to --backend {' or '.join(option.backends)}")
+        entry[option.setting] = value
+    return {**entry, **_prompt_settings(args)}
+
+
+def selection(args: Any) -> dict[str, Any] | None:
+    """`directions` from the selection flags; None when none is given."""
+    src = _given(args, "src_lang") or []
+    tgt = _given(args, "tgt_lang") or []
+    listed = [
+        name.strip()
+        for value in _given(args, "directions") or []
+        for name in value.split(",")
+        if name.strip()
+    ]
+    if not (_given(args, "all") or src or tgt or listed):
+        return None
+    return {"src_langs": src, "tgt_langs": tgt, "list": list(dict.fromkeys(listed))}
+
+
+def translations_in(folder: Path) -> list[str]:
+    """The directions of the translations someone put in the folder."""
+    return sorted(path.name.removesuffix(".jsonl") for path in folder.glob("*-*.jsonl"))
+
+
+def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
+    """The workflow configuration of `bouquet-eval <command>` with these flags."""
+    saved = load_saved(folder)
+    config: dict[str, Any] = copy.deepcopy(saved) if saved else {}
+    config["output_dir"] = ".."
+    # One translate and one score job per model (and per --shard): the model loads once.
+    config["shards"] = 1
+    dataset = config.setdefault("dataset", {})
+    if _given(args, "dataset_path"):
+        dataset["path"] = str(Path(os.path.expanduser(args.dataset_path)).absolute())
+    if _given(args, "dataset_revision"):
+        dataset["revision"] = args.dataset_revision
+    model = model_entry(args, folder.name)
+    if model is not None:
+        config["models"] = [model]
+    elif not saved:
+        if command in ("translate", "run"):
+            raise ConfigError(
+                "name a translator: --backend {vllm,openai} --model NAME, or --translator "
+                "pkg.module:Name"
+            )
+        # Translations brought by the user, scored where they are.
+        config["models"] = [{"name": folder.name, "translator": "provided", "path": "."}]
+    directions = selection(args)
+    if directions is None and not saved:
+        found = translations_in(folder) if command in ("score", "aggregate") else []
+        if not found:
+            raise ConfigError(
+                f"select directions with --all, --src-lang, --tgt-lang or --directions "
+                f"(no {SAVED_CONFIG} of an earlier run in {folder})"
+            )
+        directions = {"src_langs": [], "tgt_langs": [], "list": found}
+    if directions is not None:
+        config["directions"] = directions
+    if _given(args, "shard"):
+        parse_part(args.shard)
+        config.setdefault("directions", {})["shard"] = args.shard
+    if _given(args, "limit") is not None:
+        config["limit"] = args.limit
+    config.setdefault("metrics", list(DEFAULT_METRICS))
+    if _given(args, "metrics"):
+        config["metrics"] = [name.strip() for name in args.metrics.split(",") if name.strip()]
+    metricx = config.setdefault("metricx", {})
+    for flag, key in (("metricx_model", "model"), ("metricx_device", "device")):
+        if _given(args, flag):
+            metricx[key] = getattr(args, flag)
+    if _given(args, "metricx_qe"):
+        metricx["qe"] = True
+    return config

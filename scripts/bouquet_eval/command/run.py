@@ -1,0 +1,359 @@
+"""Running the workflow for a `bouquet-eval` subcommand, through Snakemake's own command-line
+parser and Python API (so that the workflow's profile, `--profile` and every Snakemake option
+behave as with `snakemake`), in the model's folder as Snakemake's working directory.
+
+A dry run prints the configuration, the equivalent `snakemake` command and Snakemake's plan. A
+real run saves the configuration beside the outputs, sends everything Snakemake and its jobs
+print to a log file, and shows instead what was selected, each stage's progress with the time
+left, where the results are and the model's scores; the log file is named at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder, save
+from bouquet_eval.core.config import ConfigError, load_yaml
+from bouquet_eval.core.secrets import known_secrets, redact_command, refuse_secrets
+from bouquet_eval.planning.checks import error_line
+from bouquet_eval.planning.runs import COMMAND_VARIABLE
+from bouquet_eval.planning.selection import SELECTION_FILE_VARIABLE, Selection
+from bouquet_eval.translation.translate import duration
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+SNAKEFILE = REPOSITORY / "workflow" / "Snakefile"
+
+LOGS = Path("logs") / "bouquet-eval"
+"""Under the model's folder: Snakemake's full log of each command."""
+
+STAGE_FILES = {"translate": ".jsonl", "score": ".scored.parquet"}
+"""A stage's per-direction output, after the direction's name."""
+
+STAGES = {
+    "translate": ("translate",),
+    "score": ("score",),
+    "aggregate": (),
+    "run": ("translate", "score"),
+}
+
+PROGRESS_SECONDS = 5.0
+
+
+def targets(command: str, sharded: bool) -> list[str]:
+    """The workflow's targets: per-direction outputs, and a model's aggregates unless sharded
+    (a shard's processes aggregate once all of them are done)."""
+    wanted = {"translate": "translations", "score": "scores"}
+    chosen = [wanted[stage] for stage in STAGES[command]]
+    if command != "translate" and not sharded:
+        chosen.append("aggregates")
+    return chosen
+
+
+def profile_path(name: str) -> str:
+    """A profile folder as given, else the repository's profiles/<name> (e.g. slurm)."""
+    own = REPOSITORY / "profiles" / name
+    return str(own) if not os.path.exists(name) and own.is_dir() else name
+
+
+def snakemake_arguments(
+    command: str, args: argparse.Namespace, folder: Path, config_file: Path, extra: Sequence[str]
+) -> list[str]:
+    """Snakemake's command line for the subcommand (targets before --configfile, which takes
+    every argument after it, and the shard last, as a --config item)."""
+    shard = getattr(args, "shard", None)
+    arguments = [
+        "--snakefile",
+        str(SNAKEFILE),
+        "--directory",
+        str(folder),
+        *targets(command, shard is not None),
+        "--cores",
+        str(args.cores or "all"),
+    ]
+    if args.jobs:
+        arguments += ["--jobs", str(args.jobs)]
+    if args.keep_going:
+        arguments.append("--keep-going")
+    if args.profile:
+        arguments += ["--profile", profile_path(args.profile)]
+    if args.dry_run:
+        arguments.append("--dry-run")
+    # Snakemake keeps the last --configfile given: files given after `--` go with the saved
+    # configuration, before it, so that the command's flags win.
+    rest, config_files = split_config_files(extra)
+    arguments += [*rest, "--configfile", *map(str, config_files), str(config_file)]
+    if shard is not None:
+        arguments += ["--config", f"directions={{shard: {shard}}}"]
+    return arguments
+
+
+CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
+
+
+def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
+    """Snakemake's arguments given after `--` without their configuration files, and those
+    files, each checked: ConfigError names the file, and the line and column of a YAML error
+    (Snakemake's own message names neither)."""
+    rest: list[str] = []
+    files: list[Path] = []
+    taking = False  # whether the arguments are --configfile's values
+    for argument in extra:
+        option, equals, value = argument.partition("=")
+        if option in CONFIG_FILE_OPTIONS:
+            taking = not equals
+            files += [Path(value)] if equals else []
+        elif taking and not argument.startswith("-"):
+            files.append(Path(argument))
+        else:
+            taking = False
+            rest.append(argument)
+    for path in files:
+        if not path.is_file():
+            raise ConfigError(f"{path}: configuration file not found")
+        load_yaml(path)
+    return rest, files
+
+
+def call_snakemake(arguments: list[str]) -> int:
+    """Snakemake's main, in this process, returning its exit status."""
+    from snakemake.cli import args_to_api, parse_args
+    from snakemake.exceptions import print_exception
+
+    # The workflow reads the command line (a dry run? which profiles?) from sys.argv.
+    saved_argv = sys.argv[:]
+    sys.argv[:] = ["snakemake", *arguments]
+    try:
+        parser, parsed = parse_args(arguments)
+        return 0 if args_to_api(parsed, parser) else 1
+    except SystemExit as exit:
+        return exit.code if isinstance(exit.code, int) else 1
+    except Exception as error:
+        print_exception(error)
+        return 1
+    finally:
+        sys.argv[:] = saved_argv
+
+
+def run_command(
+    command: str, args: argparse.Namespace, extra: Sequence[str], argv: Sequence[str]
+) -> int:
+    """Run `bouquet-eval <command> <argv>` (parsed as `args`; `extra` goes to Snakemake)."""
+    if not SNAKEFILE.is_file():
+        print(
+            f"bouquet-eval: the workflow is not beside the package ({SNAKEFILE} not found): "
+            "install bouquet-eval from a checkout of its repository (pip install -e .)",
+            file=sys.stderr,
+        )
+        return 1
+    earlier: list[Path] = []  # the configuration saved by an earlier command, once known
+    try:
+        folder = model_folder(args.output_dir)
+        earlier.append(folder / SAVED_CONFIG)
+        config = build_config(command, args, folder)
+        # Before the configuration is printed or saved: the flags, or the configuration saved
+        # by an earlier command, may hold a secret.
+        refuse_secrets(config)
+        split_config_files(extra)
+    except ConfigError as error:
+        print(error_line(error, earlier), file=sys.stderr)
+        return 1
+    # A translator or prompt function of one's own may live where the command was started.
+    _importable_from(Path.cwd())
+    os.environ[COMMAND_VARIABLE] = json.dumps(
+        redact_command(["bouquet-eval", command, *argv], known_secrets(config))
+    )
+    if args.dry_run:
+        return _dry_run(command, args, folder, config, extra)
+    saved = save(config, folder)
+    arguments = snakemake_arguments(command, args, folder, saved, extra)
+    return _logged_run(command, args, folder, arguments)
+
+
+def _importable_from(folder: Path) -> None:
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+    inherited = os.environ.get("PYTHONPATH", "")
+    if entry not in inherited.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [entry, inherited]))
+
+
+def _dry_run(
+    command: str,
+    args: argparse.Namespace,
+    folder: Path,
+    config: dict[str, Any],
+    extra: Sequence[str],
+) -> int:
+    """Print the configuration and the plan; write nothing a later command reads."""
+    shown = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    saved_as = folder / SAVED_CONFIG
+    print(f"bouquet-eval: configuration (a real run saves it as {saved_as}, without the shard):")
+    print(shown.rstrip())
+    equivalent = snakemake_arguments(command, args, folder, saved_as, extra)
+    print(f"bouquet-eval: the same with Snakemake: snakemake {shlex.join(equivalent)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bouquet-eval-") as scratch:
+        config_file = save(config, Path(scratch))
+        return call_snakemake(snakemake_arguments(command, args, folder, config_file, extra))
+
+
+def _logged_run(command: str, args: argparse.Namespace, folder: Path, arguments: list[str]) -> int:
+    shard = getattr(args, "shard", None)
+    part = f"-shard{shard.replace('/', 'of')}" if shard else ""
+    log = folder / LOGS / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    selection_file = log.with_suffix(".selection.json")
+    os.environ[SELECTION_FILE_VARIABLE] = str(selection_file)
+    with _output_to(log) as console:
+        progress = Progress(folder, selection_file, STAGES[command], console)
+        progress.start()
+        try:
+            status = call_snakemake(arguments)
+        finally:
+            progress.finish()
+    selection_file.unlink(missing_ok=True)
+    _report_end(command, folder, log, status, shard is not None)
+    return status
+
+
+@contextlib.contextmanager
+def _output_to(log: Path) -> Iterator[TextIO]:
+    """Send this process's and its children's stdout and stderr to `log`; yield the console."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    console = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    with open(log, "ab") as handle:
+        os.dup2(handle.fileno(), 1)
+        os.dup2(handle.fileno(), 2)
+        try:
+            yield console
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for descriptor in saved:
+                os.close(descriptor)
+            console.close()
+
+
+class Progress(threading.Thread):
+    """Counts, every few seconds, the selected directions whose output of each stage is in the
+    model's folder, and prints a line when a count changes, with the time left at the pace so
+    far. A direction counts once its file is there (outputs to be redone count from the start).
+    """
+
+    def __init__(
+        self, folder: Path, selection_file: Path, stages: Sequence[str], console: TextIO
+    ) -> None:
+        super().__init__(daemon=True)
+        self.folder = folder
+        self.selection_file = selection_file
+        self.stages = stages
+        self.console = console
+        self.selection: Selection | None = None
+        self.started = time.monotonic()
+        self.first: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.5 if self.selection is None else PROGRESS_SECONDS):
+            self.update()
+
+    def finish(self) -> None:
+        self.stopping.set()
+        self.join()
+        self.update()
+
+    def update(self) -> None:
+        if self.selection is None:
+            if not self.selection_file.is_file():
+                return
+            self.selection = Selection(**json.loads(self.selection_file.read_text("utf-8")))
+            self.started = time.monotonic()
+            self.first = self.counts()
+            self.console.write(self.selection.line() + "\n")
+        counts = self.counts()
+        if counts and counts != self.last:
+            self.last = counts
+            self.console.write("bouquet-eval: " + ", ".join(map(self.stage_line, counts)) + "\n")
+
+    def counts(self) -> dict[str, int]:
+        assert self.selection is not None
+        return {
+            stage: sum(
+                (self.folder / f"{name}{STAGE_FILES[stage]}").is_file()
+                for name in self.selection.directions
+            )
+            for stage in self.stages
+        }
+
+    def stage_line(self, stage: str) -> str:
+        assert self.selection is not None
+        total, done = len(self.selection.directions), self.last[stage]
+        line = f"{stage} {done}/{total} directions"
+        new = done - self.first[stage]
+        if new > 0 and done < total:
+            pace = (time.monotonic() - self.started) / new
+            line += f" (about {duration(pace * (total - done))} left)"
+        return line
+
+
+def _report_end(command: str, folder: Path, log: Path, status: int, sharded: bool) -> None:
+    if status != 0:
+        for line in _failure_lines(log):
+            print(line, file=sys.stderr)
+        print(f"bouquet-eval: {command} failed; Snakemake's full log: {log}", file=sys.stderr)
+        return
+    print(f"bouquet-eval: results in {folder}")
+    summary = folder / "summary.csv"
+    if not sharded and command != "translate" and summary.is_file():
+        print(f"bouquet-eval: {scores_line(folder.name, summary)}")
+    print(f"bouquet-eval: Snakemake's full log: {log}")
+
+
+def _failure_lines(log: Path, shown: int = 12) -> list[str]:
+    """What the log says went wrong, each line once: the workflow's messages (among them each
+    failed job with its log), the jobs' errors and Snakemake's "Error in rule" lines (shown
+    when a --quiet of one's own lets Snakemake print its job blocks)."""
+    found: dict[str, None] = {}
+    for line in log.read_text("utf-8", errors="replace").splitlines():
+        if line.startswith(("Error in rule", "bouquet-eval:")):
+            if " selected (" not in line:
+                found[line] = None
+        elif " ERROR bouquet_eval: " in line:
+            found["bouquet-eval: " + line.split(" ERROR bouquet_eval: ", 1)[1]] = None
+    return list(found)[-shown:]
+
+
+def scores_line(model: str, summary: Path) -> str:
+    """The model's leaderboard line: each metric's average over the directions, with its
+    bootstrap interval, from summary.csv."""
+    import pandas as pd
+
+    frame = pd.read_csv(summary)
+    overall = frame[frame["group_by"] == "all"].iloc[0]
+    metrics = [
+        column.removesuffix("_ci_low") for column in frame.columns if column.endswith("_ci_low")
+    ]
+    shown = ", ".join(
+        f"{metric} {overall[metric]:.2f} [{overall[f'{metric}_ci_low']:.2f}, "
+        f"{overall[f'{metric}_ci_high']:.2f}]"
+        for metric in metrics
+    )
+    return f"{model}: {shown} over {int(overall['n_directions'])} directions"

@@ -1,0 +1,1 @@
+"""What every stage leans on: files, languages, configuration values, secrets, devices."""

@@ -1,0 +1,142 @@
+"""Helpers for the thin scripts that Snakemake rules run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import traceback
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from bouquet_eval.core.secrets import known_secrets, scrub
+
+SnakemakeJob = Any
+"""The `snakemake` object of a rule script (snakemake.script.Snakemake), whose inputs, outputs
+and params are named by the rule at run time.
+
+Snakemake's preamble defines it in the script it runs, and sets `__file__` to the rule script
+itself. A child process started with `spawn` (vLLM's engine core always is on CPU, and on CUDA
+once CUDA is initialised) re-imports that file as `__mp_main__`, without the preamble: each rule
+script therefore reads `snakemake` and does its job only under `if __name__ == "__main__"`.
+"""
+
+# Relative to the working directory, which all jobs of a run on one machine share.
+GPU_LEASES = Path(".snakemake") / "bouquet-eval-gpu-leases"
+
+
+@contextlib.contextmanager
+def job_logging(
+    log_path: str | Path, secrets: Iterable[str] | None = None
+) -> Iterator[logging.Logger]:
+    """Log to the job's log file (and stderr), every secret the run knows redacted.
+
+    A failure is logged with its traceback, then in one line, the last of the log and of the
+    job's stderr: what a user reads first. The process then exits with status 1, without
+    Python printing the traceback a second time.
+
+    `secrets`: by default those of the configuration of the Snakemake job running this
+    process (see `secrets.known_secrets`). They are redacted from every record, tracebacks
+    included, and from the exception that leaves the job.
+    """
+    secrets = _job_secrets() if secrets is None else frozenset(secrets)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(log_path, mode="w", encoding="utf-8"),
+        logging.StreamHandler(sys.stderr),
+    ]
+    formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True)
+    # HTTP clients log every request at INFO: thousands of lines that say nothing.
+    for chatty in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    logger = logging.getLogger("bouquet_eval")
+    try:
+        yield logger
+    except (KeyboardInterrupt, SystemExit) as stop:
+        logger.exception("job stopped")
+        clean = _without_secrets(stop, secrets)
+        if clean is stop:
+            raise
+        raise clean from None
+    except BaseException as error:  # errors, and interruptions such as a stalled translator
+        logger.exception("job failed")
+        logger.error("job failed: %s", one_line(error))
+        raise SystemExit(1) from _without_secrets(error, secrets)
+    finally:
+        for handler in handlers:
+            handler.flush()
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats records, then replaces each known secret in the text: a secret can come in any
+    part of a record (its message, arguments, exception or stack)."""
+
+    def __init__(self, fmt: str, secrets: frozenset[str]) -> None:
+        super().__init__(fmt)
+        self.secrets = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        return scrub(super().format(record), self.secrets)
+
+
+class RedactedError(Exception):
+    """Stands for an error whose message or traceback showed a secret: its type and message,
+    secrets redacted (the job's log has its traceback, redacted too)."""
+
+
+def _without_secrets(error: BaseException, secrets: frozenset[str]) -> BaseException:
+    """`error`, or where what Python would print of it shows a secret, a stand-in that does
+    not: an interruption stays one of its type, since that decides the exit status."""
+    shown = "".join(traceback.format_exception(error))
+    if scrub(shown, secrets) == shown:
+        return error
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        arguments = (scrub(a, secrets) if isinstance(a, str) else a for a in error.args)
+        return (SystemExit if isinstance(error, SystemExit) else KeyboardInterrupt)(*arguments)
+    return RedactedError(scrub(one_line(error), secrets))
+
+
+def _job_secrets() -> frozenset[str]:
+    # Rule scripts give only their log; Snakemake runs each one as __main__ with a `snakemake`
+    # object holding the run's configuration, which names the variables that hold secrets.
+    job = getattr(sys.modules.get("__main__"), "snakemake", None)
+    return known_secrets(getattr(job, "config", None) or {})
+
+
+def one_line(error: BaseException) -> str:
+    """An error as a single line: its type and its message, whitespace runs made one space."""
+    return " ".join(f"{type(error).__name__}: {error}".split())
+
+
+def failed_job_report(jobs: Iterable[Any]) -> list[str]:
+    """One line per failed job: which it is, its log, and the log's last line.
+
+    The workflow's profile keeps Snakemake's own job blocks off the console (`quiet: [rules]`:
+    thousands of paths per job at the benchmark's size), its error blocks with them; this says
+    what failed and where to look, for local and cluster jobs alike."""
+    lines = []
+    for job in sorted(jobs, key=str):
+        wildcards = ", ".join(f"{key}={value}" for key, value in job.wildcards_dict.items())
+        line = f"bouquet-eval: job {job.rule.name}{f' ({wildcards})' if wildcards else ''} failed"
+        # Absolute: the run's working directory (-d) need not be where the command was typed.
+        logs = [Path(path).absolute() for path in job.log]
+        if logs:
+            line += f"; its log: {', '.join(map(str, logs))}"
+            last = _last_line(logs[0])
+            if last:
+                line += f"; it ends: {last}"
+        lines.append(line)
+    return lines
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None

@@ -1,0 +1,279 @@
+"""The Hugging Face Hub: fetching what a run needs once, then reading it from the local cache.
+
+Everything goes through huggingface_hub, so its settings apply as usual: HF_HOME or
+HF_HUB_CACHE (where the cache is), HF_ENDPOINT, HF_TOKEN (or `hf auth login`) and
+HF_HUB_OFFLINE. Failures become one `HubError` message that says what to do (accept a gated
+repository's conditions, set a token, fetch on a machine with network access) instead of a
+traceback from the client.
+
+Which files a model needs is decided from the repository's listing at the resolved commit
+(`select_files`), so that a prefetch brings exactly what the loaders read and no more:
+
+- "config": the top-level JSON files that are neither tokenizer files nor weight indexes
+  (config.json, generation_config.json, and what some models add, e.g. quantize_config.json);
+- "tokenizer": config.json (AutoTokenizer reads the model type there when the tokenizer's own
+  config does not name its class) and the tokenizer files of `TOKENIZER_PATTERNS`;
+- "weights": one format, in transformers' order of preference (`WEIGHT_FORMATS`): a single
+  safetensors file, the shards of a safetensors index, then the same for PyTorch's .bin.
+  Other formats (TensorFlow, Flax, ONNX, GGUF) and copies of the weights are left out.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bouquet_eval.core.config import ConfigError
+
+PARTS = ("config", "tokenizer", "weights")
+TOKENIZER_PATTERNS = (
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "*.model",  # sentencepiece: spiece.model, sentencepiece.bpe.model, tokenizer.model
+    "*.tiktoken",
+    "tekken.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "additional_chat_templates/*.jinja",
+)
+# (single file, index of shards), in the order transformers looks for them.
+WEIGHT_FORMATS = (
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+)
+WEIGHT_INDEXES = frozenset(index for _, index in WEIGHT_FORMATS)
+DOWNLOAD_THREADS = 8
+
+
+class HubError(ConfigError):
+    """Something the run needs from the Hugging Face Hub cannot be had; the message says why
+    and what to do."""
+
+
+@dataclass(frozen=True)
+class HubFiles:
+    """What one part of a run needs from one hub repository: `parts` of it, or one `filename`."""
+
+    repo_id: str
+    revision: str | None
+    needed_by: str
+    """Who needs it, for messages: "model 'nllb-600m'", "metricx.tokenizer", ..."""
+    parts: tuple[str, ...] = ()
+    filename: str | None = None
+    repo_type: str = "model"
+
+    def __post_init__(self) -> None:
+        unknown = set(self.parts) - set(PARTS)
+        if unknown or bool(self.parts) == (self.filename is not None):
+            raise ValueError(f"HubFiles needs parts of {PARTS} or one filename, not {self}")
+
+    @property
+    def name(self) -> str:
+        return f"{self.repo_type} {self.repo_id}@{self.revision or 'main'}"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Files of one repository in the local cache, at the commit the revision resolved to."""
+
+    need: HubFiles
+    commit: str
+    files: tuple[str, ...]
+
+
+def repository_url(repo_id: str, repo_type: str = "model") -> str:
+    """The repository's page on the Hub, where gated repositories ask for access."""
+    from huggingface_hub import constants
+
+    prefix = "" if repo_type == "model" else f"{repo_type}s/"
+    return f"{constants.ENDPOINT}/{prefix}{repo_id}"
+
+
+def offline() -> bool:
+    from huggingface_hub import constants
+
+    return constants.is_offline_mode()
+
+
+def snapshot(
+    repo_id: str,
+    repo_type: str,
+    revision: str,
+    patterns: Sequence[str],
+    *,
+    fetch: bool,
+    what: str,
+    otherwise: str = "",
+) -> Path:
+    """The cache folder of the repository at `revision` holding the files that match `patterns`.
+
+    `fetch=True` resolves `revision` on the Hub (a branch that moved is noticed) and downloads
+    what the cache lacks; when the Hub cannot be reached the cache is used as it is. A commit
+    hash whose files are cached costs no request. `fetch=False` reads only the cache (a job,
+    once the workflow's main process has fetched). `otherwise` ends the message when the
+    files are neither cached nor to be had from the Hub: what else the user can do.
+    """
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(
+            repo_id,
+            repo_type=repo_type,
+            revision=revision,
+            allow_patterns=list(patterns),
+            local_files_only=not fetch,
+        )
+    except Exception as error:
+        url = repository_url(repo_id, repo_type)
+        raise HubError(explain(error, what, url, fetch, otherwise)) from None
+    return Path(folder)
+
+
+def fetch(need: HubFiles) -> Fetched:
+    """Download what `need` names at its revision, unless cached; which files, at which commit."""
+    from huggingface_hub import HfApi, hf_hub_download
+    from huggingface_hub.hf_api import RepoFile
+
+    what = f"{need.name} ({need.needed_by})"
+    if offline():
+        # Which files a part takes is read from the repository's listing, on the Hub.
+        raise HubError(f"{what}: fetching needs the Hub, and HF_HUB_OFFLINE is set")
+    try:
+        api = HfApi()
+        commit = api.resolve_revision(
+            need.repo_id, repo_type=need.repo_type, revision=need.revision
+        ).resolved
+
+        def download(filename: str) -> Path:
+            return Path(
+                hf_hub_download(need.repo_id, filename, repo_type=need.repo_type, revision=commit)
+            )
+
+        if need.filename is not None:
+            files: list[str] = [need.filename]
+        else:
+            listing = [
+                entry.path
+                for entry in api.list_repo_tree(
+                    need.repo_id, repo_type=need.repo_type, revision=commit, recursive=True
+                )
+                if isinstance(entry, RepoFile)
+            ]
+            files = select_files(listing, need, lambda name: json.loads(download(name).read_text()))
+        with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
+            list(pool.map(download, files))
+    except HubError:
+        raise
+    except Exception as error:
+        url = repository_url(need.repo_id, need.repo_type)
+        raise HubError(explain(error, what, url, True)) from None
+    return Fetched(need, commit, tuple(files))
+
+
+def select_files(
+    listing: Iterable[str], need: HubFiles, read_json: Callable[[str], Any]
+) -> list[str]:
+    """The files of a repository listing that `need.parts` take; `read_json` reads one of them
+    (a weight index, to find its shards)."""
+    available = sorted(listing)
+    top = [name for name in available if "/" not in name]
+    tokenizer = [name for name in available if matches_any(name, TOKENIZER_PATTERNS)]
+    chosen: list[str] = []
+    if "config" in need.parts:
+        chosen += [
+            name
+            for name in top
+            if name.endswith(".json") and name not in tokenizer and name not in WEIGHT_INDEXES
+        ]
+    if "tokenizer" in need.parts:
+        chosen += [name for name in ("config.json",) if name in top] + tokenizer
+    if "weights" in need.parts:
+        chosen += weight_files(set(top), need, read_json)
+    return sorted(set(chosen))
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    """Whether a repository path matches a pattern of the same depth (`*` stays in a folder)."""
+    return any(
+        fnmatch.fnmatch(name, pattern) and name.count("/") == pattern.count("/")
+        for pattern in patterns
+    )
+
+
+def weight_files(top: set[str], need: HubFiles, read_json: Callable[[str], Any]) -> list[str]:
+    """The weights of the first format of `WEIGHT_FORMATS` at the top of the repository."""
+    for single, index in WEIGHT_FORMATS:
+        if single in top:
+            return [single]
+        if index in top:
+            shards = sorted(set(read_json(index)["weight_map"].values()))
+            return [index, *shards]
+    expected = ", ".join(name for pair in WEIGHT_FORMATS for name in pair)
+    raise HubError(
+        f"{need.name} ({need.needed_by}) has no weights in a format transformers loads: "
+        f"expected one of {expected} at the top of the repository"
+    )
+
+
+def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str = "") -> str:
+    """One message for a failure to get `what` (at `url`): the cause and what to do."""
+    import httpx2
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+        RevisionResolutionError,
+    )
+
+    token = get_token()
+    if isinstance(error, GatedRepoError):
+        if token is None:
+            return (
+                f"{what} is gated: accept its conditions at {url} with your Hugging Face "
+                f"account, then give the workflow a token of that account (create one at "
+                f"{constants.ENDPOINT}/settings/tokens, then `export HF_TOKEN=hf_...` or run "
+                "`hf auth login`); no token was found"
+            )
+        return (
+            f"{what} is gated and the token in use (HF_TOKEN or `hf auth login`) has no "
+            f"access to it: accept its conditions at {url} with the account the token belongs "
+            "to (access may be granted by hand, after a review)"
+        )
+    if isinstance(error, RevisionNotFoundError):
+        return f"{what}: the revision is not in the repository ({url})"
+    if isinstance(error, RepositoryNotFoundError):
+        return (
+            f"{what}: no such repository at {url}, or it is private and the token in use "
+            "has no access to it"
+        )
+    if isinstance(error, HfHubHTTPError) and error.response.status_code == 401 and token:
+        return f"{what}: the Hub rejected the token in use (HF_TOKEN or `hf auth login`)"
+    # Missing from the cache (OSError: LocalEntryNotFoundError, a 5xx), or no answer from the Hub.
+    if isinstance(error, (OSError, RevisionResolutionError, httpx2.TransportError)):
+        if not fetch:
+            reason = "this job reads only the cache, which the workflow's main process fills"
+        elif offline():
+            reason = "HF_HUB_OFFLINE is set"
+        else:
+            reason = f"the Hub ({constants.ENDPOINT}) could not be reached"
+        from bouquet_eval.core.home import given_configfiles, snakemake_command
+
+        return (
+            f"{what} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {reason}. "
+            "Fetch it on a machine with network access, with the same configuration and "
+            f"HF_HOME: `{snakemake_command('prefetch', given_configfiles())}`; runs without "
+            f"network, and jobs with HF_HUB_OFFLINE=1, then read the cache {otherwise}"
+        ).rstrip()
+    return f"{what}: {type(error).__name__}: {error}"

@@ -1,0 +1,84 @@
+"""The workflow's per-direction outputs and what each is made from.
+
+The planner (bouquet_eval.core.freshness, at every run) and the jobs that write the outputs build
+them here, so both decide currency with the same settings and inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bouquet_eval.core.freshness import ResumableOutput
+from bouquet_eval.data.dataset import Direction
+
+TRANSLATIONS_SUFFIX = ".jsonl"
+SCORED_SUFFIX = ".scored.parquet"
+
+
+def translation_path(model_dir: Path, direction: Direction) -> Path:
+    return model_dir / f"{direction}{TRANSLATIONS_SUFFIX}"
+
+
+def scored_path(model_dir: Path, direction: Direction) -> Path:
+    return model_dir / f"{direction}{SCORED_SUFFIX}"
+
+
+def direction_of(path: str | Path) -> Direction:
+    """The direction a per-direction output or input file is named after."""
+    name = Path(path).name
+    for suffix in (SCORED_SUFFIX, TRANSLATIONS_SUFFIX, ".parquet"):
+        if name.endswith(suffix):
+            return Direction.parse(name.removesuffix(suffix))
+    raise ValueError(f"{path} is not named after a direction")
+
+
+def translation_output(
+    model_dir: Path,
+    direction: Direction,
+    settings: Mapping[str, Any],
+    dataset_file: Path,
+    provided: Path | None = None,
+) -> ResumableOutput:
+    """`<model_dir>/<direction>.jsonl`, made from the dataset's file of the direction and, for
+    translations brought by the user, their file."""
+    inputs = {"dataset": dataset_file}
+    if provided is not None:
+        inputs["provided"] = provided
+    return ResumableOutput(translation_path(model_dir, direction), settings, inputs)
+
+
+def scored_output(
+    model_dir: Path,
+    direction: Direction,
+    settings: Mapping[str, Any],
+    dataset_file: Path,
+) -> ResumableOutput:
+    """`<model_dir>/<direction>.scored.parquet`, made from the translations, which are checked
+    against the dataset's file before they are scored."""
+    inputs = {"translations": translation_path(model_dir, direction), "dataset": dataset_file}
+    return ResumableOutput(scored_path(model_dir, direction), settings, inputs)
+
+
+def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a direction's scores: the metrics and their configuration sections.
+
+    Versions and devices, which a metric's signature adds, are known only where the job runs;
+    the job records them and rescores when they differ (bouquet_eval.scoring.score).
+    """
+    return {"metrics": list(metrics), "settings": {name: config.get(name) for name in metrics}}
+
+
+AGGREGATES = ("scores.csv", "summary.csv", "timing.csv", "scored_rows.parquet")
+"""A model's aggregates, made from every scored direction (its manifest is a history)."""
+
+
+def aggregate_outputs(
+    model_dir: Path,
+    directions: Sequence[Direction],
+    config: Mapping[str, Any],
+) -> list[ResumableOutput]:
+    settings = {**score_settings(config["metrics"], config), "statistics": config["statistics"]}
+    inputs = {direction.name: scored_path(model_dir, direction) for direction in directions}
+    return [ResumableOutput(model_dir / name, settings, inputs) for name in AGGREGATES]

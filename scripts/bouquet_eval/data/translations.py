@@ -1,0 +1,123 @@
+"""Reading a direction's translations and checking every line against the dataset.
+
+Whatever made them (a translate job, another tool, a person), translations are checked before
+they are scored: one JSON object per line, in the dataset's order, one line per sentence, each
+with the direction's languages, the dataset's source text and a string translation. The
+reference and sentence id come from the dataset; a line that carries them must agree. An error
+names the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bouquet_eval.core.io import TRANSLATION_COLUMNS, json_reason
+from bouquet_eval.data.dataset import Direction
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+REQUIRED_FIELDS = ("src_lang", "tgt_lang", "src_text", "mt_text")
+"""What a line must hold; the rest comes from the dataset."""
+_AGREES_WITH = {"src_text": "src_text", "ref_text": "tgt_text", "uniq_id": "uniq_id"}
+"""A field of a line -> the dataset column it must equal."""
+_KEPT_EXTRA = ("mt_raw",)
+
+
+def read_translations(
+    path: Path, direction: Direction, rows: pd.DataFrame, extra_lines_allowed: bool = False
+) -> pd.DataFrame:
+    """The translations in `path`, checked against the dataset's `rows` of `direction`.
+
+    Returns the translation columns (and `mt_raw` where given) aligned with `rows`.
+    `extra_lines_allowed`: the file may hold more lines than `rows` (a run with a `limit`
+    evaluates the first sentences only); the lines beyond are not read. Blank lines after the
+    last sentence are ignored.
+    """
+    import pandas as pd
+
+    # The dataset's columns as lists, each line checked against its position in them: a record
+    # per row (`to_dict`) would cost more than the checks themselves.
+    expected = {column: rows[column].tolist() for column in _AGREES_WITH.values()}
+    sentences = len(rows)
+    lines: list[dict[str, Any]] = []
+    lines_beyond = 0
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if number > sentences:
+                if extra_lines_allowed:
+                    break
+                # Blank lines after the last sentence (an editor's final newline) are no lines.
+                if text.strip():
+                    lines_beyond += 1
+                continue
+            lines.append(_check_line(path, number, text, expected, direction))
+    counted = len(lines) + lines_beyond
+    if counted != sentences:
+        raise ValueError(
+            f"{path}: {counted} line(s), but the dataset has {sentences} sentence(s) for "
+            f"{direction}: one line per sentence, in the dataset's order"
+        )
+    frame = pd.DataFrame(
+        {
+            "src_lang": rows["src_lang"].to_numpy(),
+            "tgt_lang": rows["tgt_lang"].to_numpy(),
+            "src_text": rows["src_text"].to_numpy(),
+            "ref_text": rows["tgt_text"].to_numpy(),
+            "mt_text": [line["mt_text"] for line in lines],
+            "uniq_id": rows["uniq_id"].to_numpy(),
+        },
+        columns=list(TRANSLATION_COLUMNS),
+    )
+    for column in _KEPT_EXTRA:
+        if any(column in line for line in lines):
+            frame[column] = [line.get(column) for line in lines]
+    return frame
+
+
+def _check_line(
+    path: Path, number: int, text: str, expected: dict[str, list[Any]], direction: Direction
+) -> dict[str, Any]:
+    """Line `number` (from 1), checked against row `number` of the dataset's `expected` columns."""
+    where = f"{path}, line {number}"
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}, column {error.colno}: {json_reason(error)}") from None
+    if not isinstance(line, dict):
+        raise ValueError(f"{where}: expected a JSON object, found {type(line).__name__}")
+    missing = [field for field in REQUIRED_FIELDS if field not in line]
+    if missing:
+        raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
+    for field, language in (("src_lang", direction.src_lang), ("tgt_lang", direction.tgt_lang)):
+        if line[field] != language:
+            raise ValueError(
+                f"{where}: {field} is {line[field]!r}, expected '{language}' from the file name"
+            )
+    for field, column in _AGREES_WITH.items():
+        if field in line and line[field] != expected[column][number - 1]:
+            raise ValueError(
+                f"{where}: {field} differs from the dataset's sentence "
+                f"{expected['uniq_id'][number - 1]!r} "
+                f"(line {number} of {direction}); lines must follow the dataset's order"
+            )
+    for field in ("mt_text", *(f for f in _KEPT_EXTRA if f in line)):
+        _check_text(where, field, line[field])
+    return line
+
+
+def _check_text(where: str, field: str, value: Any) -> None:
+    if not isinstance(value, str):
+        found = "null" if value is None else type(value).__name__
+        raise ValueError(f"{where}: {field} is {found}, not a string")
+    # Encoding fails on exactly the unpaired surrogates, at C speed; most texts have none.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        surrogate = value[error.start]
+        raise ValueError(
+            f"{where}: {field} holds an unpaired surrogate (U+{ord(surrogate):04X}), which is "
+            "not text; fix the program that wrote it"
+        ) from None

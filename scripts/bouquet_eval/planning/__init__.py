@@ -1,0 +1,1 @@
+"""The plan: what a run will do, worked out from the configuration before any job starts."""

@@ -1,0 +1,258 @@
+"""The plan of a run: everything the validated configuration decides, derived once.
+
+The workflow builds one `Plan` while Snakemake parses it (`load_plan`) and hands it, or a
+model's part of it, to every job as a parameter; jobs never derive settings, paths, the
+dataset or the secrets' names from the configuration themselves. Snakemake records a job's
+parameters only when they are builtin values, so these objects never make it rerun a job:
+whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
+
+Building a plan reads files (the configuration's schema, the dataset's folder) and, where
+`fetch` is set, asks the Hub which commit the dataset's revision is; it writes nothing else and
+changes no environment variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bouquet_eval.core.config import ConfigError, expand_path
+from bouquet_eval.core.environment import workflow_commit
+from bouquet_eval.core.freshness import ResumableOutput
+from bouquet_eval.core.home import HOME_VARIABLE
+from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
+from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
+from bouquet_eval.data.outputs import (
+    aggregate_outputs,
+    score_settings,
+    scored_output,
+    translation_output,
+)
+from bouquet_eval.planning.schema import validate_config
+from bouquet_eval.planning.sharding import assign_shards, take_part
+from bouquet_eval.translators.backends import (
+    BACKENDS,
+    model_gpus,
+    prompt_fn_spec,
+    translator_arguments,
+)
+from bouquet_eval.translators.prompt import PROMPT_TEMPLATE
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the workflow's own files are, and the git commit they are a copy of (None for a
+    local checkout, whose commit git tells)."""
+
+    repository: Path
+    commit: str | None = None
+
+    def describe(self) -> dict[str, Any] | None:
+        """The commit for the manifest, asked of git where the files are a checkout."""
+        if self.commit:
+            return {"commit": self.commit, "modified": False}
+        return workflow_commit(self.repository)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One model entry of the configuration, with what the workflow derives from it."""
+
+    name: str
+    entry: Mapping[str, Any]
+    """The configuration's entry, its `path` expanded."""
+    folder: Path
+    """Where its outputs go."""
+    translation_settings: Mapping[str, Any]
+    """What decides its translations (`translation_settings`)."""
+    provided: Path | None
+    """The folder of translations brought from elsewhere (translator `provided`)."""
+    gpus: int
+    shards: Mapping[str, Sequence[Direction]]
+
+    @property
+    def translated_in_place(self) -> bool:
+        """Whether its provided translations already sit in its output folder: they are scored
+        where they are, and no job writes them."""
+        return self.provided is not None and self.provided.resolve() == self.folder.resolve()
+
+    def provided_file(self, direction: Direction) -> Path | None:
+        return None if self.provided is None else self.provided / f"{direction}.jsonl"
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: Mapping[str, Any]
+    """The validated configuration, defaults filled in (real values)."""
+    sources: Sources
+    output_dir: Path
+    dataset: DatasetSource
+    directions: Sequence[Direction]
+    """The directions of this run: those the filters select, or this part of them
+    (`directions.shard`)."""
+    selected: int
+    """How many directions the filters select, before a part of them is taken."""
+    models: Mapping[str, ModelPlan]
+    metrics: Sequence[str]
+    score_settings: Mapping[str, Any]
+    """What decides a direction's scores (`outputs.score_settings`)."""
+    secret_variables: frozenset[str]
+    """The environment variables that hold secrets; their values are read where needed, so
+    that no secret travels inside a plan."""
+
+    @property
+    def limit(self) -> int | None:
+        return self.config["limit"]
+
+    def secrets(self) -> frozenset[str]:
+        """The secret values this process knows (see `secrets.known_secrets`)."""
+        return secret_values(self.secret_variables)
+
+    def translation_outputs(
+        self, model: ModelPlan, directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
+        return [
+            translation_output(
+                model.folder,
+                direction,
+                model.translation_settings,
+                self.dataset.file(direction),
+                model.provided_file(direction),
+            )
+            for direction in directions
+        ]
+
+    def scored_outputs(
+        self, model: ModelPlan, directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
+        return [
+            scored_output(
+                model.folder, direction, self.score_settings, self.dataset.file(direction)
+            )
+            for direction in directions
+        ]
+
+    def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
+        return aggregate_outputs(model.folder, self.directions, self.config)
+
+
+def load_plan(
+    config: dict[str, Any], schema: Path, sources: Sources, *, fetch: bool = True
+) -> Plan:
+    """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
+    setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    # Before validation, whose messages may quote a value.
+    refuse_secrets(config)
+    validate_config(config, schema)
+    home = {HOME_VARIABLE: str(sources.repository)}
+    output_dir = expand_path(config["output_dir"], home)
+    dataset_settings = dict(config["dataset"])
+    if dataset_settings.get("path"):
+        dataset_settings["path"] = str(expand_path(dataset_settings["path"], home))
+    dataset = resolve_dataset(dataset_settings, fetch=fetch)
+    selected = select_directions(
+        dataset.directions(),
+        src_filter=config["directions"]["src_langs"],
+        tgt_filter=config["directions"]["tgt_langs"],
+        directions=config["directions"]["list"],
+    )
+    part = config["directions"]["shard"]
+    directions = take_part(selected, part)
+    models = {
+        entry["name"]: plan_model(
+            entry,
+            output_dir / entry["name"],
+            config["limit"],
+            assign_shards(directions, entry.get("shards", config["shards"]), part),
+            home,
+        )
+        for entry in config["models"]
+    }
+    refuse_files_as_folders(output_dir, models.values())
+    return Plan(
+        config=config,
+        sources=sources,
+        output_dir=output_dir,
+        dataset=dataset,
+        directions=tuple(directions),
+        selected=len(selected),
+        models=models,
+        metrics=tuple(config["metrics"]),
+        score_settings=score_settings(config["metrics"], config),
+        secret_variables=secret_variables(config),
+    )
+
+
+def model_settings(model: dict[str, Any]) -> dict[str, Any]:
+    """What in a model entry decides its translations.
+
+    Settings that only change speed (a backend's `operational` ones) are left out, so that
+    raising an API's concurrency, say, does not make finished translations stale.
+    """
+    backend = BACKENDS.get(model["translator"])
+    arguments = translator_arguments(model)
+    for key in backend.operational if backend else ():
+        arguments.pop(key, None)
+    prompt_fn = prompt_fn_spec(model)
+    takes_prompts = backend is None or backend.takes_prompts
+    return {
+        "translator": model["translator"],
+        "settings": arguments,
+        "prompt_fn": prompt_fn if takes_prompts else None,
+        "prompt_kwargs": model.get("prompt_kwargs") if takes_prompts else None,
+        # The template is recorded verbatim, so that editing it invalidates translations.
+        "prompt_template": PROMPT_TEMPLATE if takes_prompts and prompt_fn is None else None,
+    }
+
+
+def translation_settings(model: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """What decides a model's translation of a direction, besides the direction's sentences."""
+    return {"model": model_settings(model), "limit": limit}
+
+
+def plan_model(
+    entry: Mapping[str, Any],
+    folder: Path,
+    limit: int | None,
+    shards: Mapping[str, Sequence[Direction]] | None = None,
+    home: Mapping[str, str] | None = None,
+) -> ModelPlan:
+    """A model entry of the configuration, its outputs in `folder`; `home`: variables that
+    its paths may name besides the environment's."""
+    entry = dict(entry)
+    provided = None
+    if entry["translator"] == "provided":
+        provided = expand_path(entry["path"], home)
+        entry["path"] = str(provided)
+    return ModelPlan(
+        name=entry.get("name", folder.name),
+        entry=entry,
+        folder=folder,
+        translation_settings=translation_settings(entry, limit),
+        provided=provided,
+        gpus=model_gpus(entry),
+        shards=shards or {},
+    )
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """The file that stands where `folder`, or a folder above it, is to be; None if none does
+    (Snakemake would otherwise fail creating it, with a traceback naming no setting)."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
+def refuse_files_as_folders(output_dir: Path, models: Sequence[ModelPlan] | Any) -> None:
+    """Stop with one line when output_dir, or a model's folder in it, cannot be a folder."""
+    folders = {"output_dir": output_dir}
+    for model in models:
+        folders[f"model '{model.name}': folder"] = model.folder
+    for what, folder in folders.items():
+        blocking = file_in_the_way(folder)
+        if blocking is not None:
+            within = "" if blocking == folder else f": '{blocking}'"
+            raise ConfigError(f"{what} '{folder}'{within} is a file, not a folder")

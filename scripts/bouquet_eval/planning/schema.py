@@ -1,0 +1,123 @@
+"""The configuration schema: validation with defaults, completed from the registries it names."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from bouquet_eval.core.config import ConfigError, job_name
+
+
+def _fill_defaults(validator_class: type[Any]) -> type[Any]:
+    """Extend a validator so that `properties` also inserts each property's `default`, and
+    gives a property whose schema allows numbers but not integers a float where the
+    configuration wrote an integer: `temperature: 0` is the default `0.0`, not a new setting.
+
+    Defaults are inserted before the subschemas are validated, so nested objects whose
+    default is `{}` get their own defaults filled in turn.
+    """
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def properties_with_defaults(
+        validator: Any, properties: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+    ) -> Iterator[jsonschema.ValidationError]:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+                if _is_whole_number(instance.get(name)) and _takes_floats(subschema):
+                    instance[name] = float(instance[name])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+
+
+def _is_whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _takes_floats(schema: Mapping[str, Any]) -> bool:
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return "number" in kinds and "integer" not in kinds
+
+
+_Validator = _fill_defaults(jsonschema.Draft202012Validator)
+
+
+def _location(path: Any) -> str:
+    parts = []
+    for part in path:
+        parts.append(f"[{part}]" if isinstance(part, int) else f".{part}")
+    return "".join(parts).lstrip(".") or "(top level)"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """The error, with the alternatives spelled out when none of several schemas matched."""
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        reasons = dict.fromkeys(sub.message for sub in error.context)
+        return " and ".join(reasons)
+    return error.message
+
+
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The configuration schema: the file, completed with what other modules define.
+
+    A model entry's schema comes from the translator registry and the language-code patterns
+    from the module that parses codes, so that neither can drift from the code that uses them.
+    """
+    from bouquet_eval.core.languages import DIRECTION_PATTERN, LANGUAGE_PATTERN
+    from bouquet_eval.translators.backends import model_entry_schema
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    definitions = schema["$defs"]
+    definitions["model"] = model_entry_schema()
+    definitions["language"]["pattern"] = f"^{LANGUAGE_PATTERN}$"
+    definitions["direction"]["pattern"] = f"^{DIRECTION_PATTERN}$"
+    return schema
+
+
+def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
+    """Validate `config` in place against the schema, filling defaults; return it.
+
+    Raises ConfigError with one message naming the offending key.
+    """
+    error = jsonschema.exceptions.best_match(
+        _Validator(load_schema(schema_path)).iter_errors(config)
+    )
+    if error is not None:
+        key = _location(error.absolute_path)
+        raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)
+    names = [model["name"] for model in config["models"]]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(f"invalid configuration at 'models': duplicate model names {duplicates}")
+    by_job_name: dict[str, list[str]] = {}
+    for name in names:
+        by_job_name.setdefault(job_name(name), []).append(name)
+    clashes = [group for group in by_job_name.values() if len(group) > 1]
+    if clashes:
+        raise ConfigError(
+            f"invalid configuration at 'models': model names {clashes[0]} differ only in "
+            f"characters other than letters and digits, so their jobs would share the name "
+            f"'{job_name(clashes[0][0])}'; rename one"
+        )
+    unpriced = sorted(set(config.get("prices", {})) - set(names))
+    if unpriced:
+        raise ConfigError(f"invalid configuration at 'prices': unknown model(s) {unpriced}")
+    compare = config["compare"]
+    unknown = [
+        name for name in [*compare["models"], compare["baseline"]] if name and name not in names
+    ]
+    if unknown:
+        raise ConfigError(f"invalid configuration at 'compare': unknown model(s) {unknown}")
+    if compare["models"] and compare["baseline"] and compare["baseline"] not in compare["models"]:
+        raise ConfigError(
+            "invalid configuration at 'compare': the baseline is not among its models"
+        )
+    return config

@@ -1,0 +1,345 @@
+"""The leaderboard across models: leaderboard.csv and its Markdown rendering.
+
+One row per model: macro means over directions of every metric with 95% intervals (sentences
+resampled within directions), the into-/out-of-/without-English breakdown of the primary
+metric, a rank, and a significance cluster from paired bootstrap tests on the primary metric.
+Models evaluated on other directions or sentences than the others are marked, not ranked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bouquet_eval.core.io import write_atomically
+from bouquet_eval.core.stats import (
+    Resampling,
+    macro_bootstrap_interval,
+    paired_bootstrap_p,
+    paired_samples,
+    pool,
+)
+from bouquet_eval.metrics import COMPOSITE, Metric, metric_columns
+from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS, write_csv
+
+SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
+# The primary metric is the first of these that was computed (else the first metric).
+PRIMARY_PREFERENCE = (COMPOSITE, "metricx", "chrfpp")
+SIGNIFICANCE_LEVEL = 0.05
+ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
+
+
+def score_columns(metrics: Sequence[Metric]) -> list[str]:
+    """The metrics' per-sentence columns that hold scores (labels left out), composite too."""
+    labels = {c for m in metrics for c in getattr(m, "label_columns", ())}
+    return [column for column in metric_columns(metrics) if column not in labels]
+
+
+def lower_is_better_columns(metrics: Sequence[Metric]) -> frozenset[str]:
+    return frozenset(c for metric in metrics for c in getattr(metric, "lower_is_better", ()))
+
+
+def primary_metric(columns: Sequence[str]) -> str:
+    for column in PRIMARY_PREFERENCE:
+        if column in columns:
+            return column
+    if not columns:
+        raise ValueError("no metric column to rank models by")
+    return columns[0]
+
+
+@dataclass(frozen=True)
+class ModelResults:
+    """What aggregation wrote for one model: scores.csv and its sentence scores."""
+
+    name: str
+    scores: pd.DataFrame
+    """scores.csv: one row per direction."""
+    rows: pd.DataFrame
+    """Sentence scores: src_lang, tgt_lang, uniq_id and the metric columns."""
+
+    @classmethod
+    def read(cls, name: str, scores_csv: Path, scored_rows: Path, columns: Sequence[str]) -> Any:
+        import pyarrow.parquet as pq
+
+        available = set(pq.read_schema(scored_rows).names)
+        wanted = SENTENCE_KEY + [c for c in columns if c in available]
+        return cls(name, pd.read_csv(scores_csv), pd.read_parquet(scored_rows, columns=wanted))
+
+    def coverage(self) -> frozenset[tuple[str, str, int]]:
+        return frozenset(
+            (str(r.src_lang), str(r.tgt_lang), int(r.n_sentences))
+            for r in self.scores.itertuples(index=False)
+        )
+
+
+def build_leaderboard(
+    results: Sequence[ModelResults],
+    columns: Sequence[str],
+    lower_is_better: Iterable[str],
+    resampling: Resampling,
+) -> pd.DataFrame:
+    """The leaderboard, best model first by the primary metric (see the module docstring)."""
+    if not results:
+        raise ValueError("a leaderboard needs at least one model")
+    columns = [c for c in columns if all(c in r.scores for r in results)]
+    primary = primary_metric(columns)
+    lower = set(lower_is_better)
+    notes = _incomparable(results)
+    records = [_model_record(r, columns, primary, resampling) for r in results]
+    for record in records:
+        record["comparable"] = record["model"] not in notes
+        record["note"] = notes.get(record["model"], "")
+    board = pd.DataFrame.from_records(records)
+    ascending = primary in lower
+    board = board.sort_values(
+        ["comparable", primary], ascending=[False, ascending], na_position="last", kind="stable"
+    ).reset_index(drop=True)
+    ranked = board["comparable"] & board[primary].notna()
+    board.insert(
+        0,
+        "rank",
+        board.loc[ranked, primary]
+        .rank(method="min", ascending=ascending)
+        .astype("Int64")
+        .reindex(board.index),
+    )
+    by_name = {r.name: r for r in results}
+    ranked_names = board.loc[ranked, "model"].tolist()
+    p_values, clusters = significance_clusters(
+        [by_name[name].rows for name in ranked_names], primary, resampling
+    )
+    board["p_vs_best"] = (
+        pd.Series(dict(zip(ranked_names, p_values, strict=True))).reindex(board["model"]).to_numpy()
+    )
+    board["cluster"] = (
+        pd.Series(dict(zip(ranked_names, clusters, strict=True)), dtype="Int64")
+        .reindex(board["model"])
+        .to_numpy()
+    )
+    board.attrs["primary"] = primary
+    return board
+
+
+def _model_record(
+    result: ModelResults, columns: Sequence[str], primary: str, resampling: Resampling
+) -> dict[str, Any]:
+    scores = result.scores
+    record: dict[str, Any] = {
+        "model": result.name,
+        "n_directions": len(scores),
+        "n_sentences": int(scores["n_sentences"].sum()),
+    }
+    grouped = result.rows.groupby(GROUP_COLUMNS, sort=True)
+    for column in columns:
+        record[column] = scores[column].mean()
+        per_direction = (
+            [group[column].to_numpy(dtype=np.float64) for _, group in grouped]
+            if column in result.rows
+            else []
+        )
+        low, high = macro_bootstrap_interval(per_direction, resampling)
+        record[f"{column}_ci_low"] = low
+        record[f"{column}_ci_high"] = high
+    for group, selected in english_groups(scores).items():
+        record[f"{primary}_{group}"] = scores.loc[selected, primary].mean()
+    return record
+
+
+def english_groups(scores: pd.DataFrame) -> dict[str, pd.Series]:
+    into = scores["tgt_lang"] == ENGLISH
+    out_of = scores["src_lang"] == ENGLISH
+    return dict(zip(ENGLISH_GROUPS, (into, out_of, ~into & ~out_of), strict=True))
+
+
+def _incomparable(results: Sequence[ModelResults]) -> dict[str, str]:
+    """Why a model cannot be ranked beside the others (keyed by model), if it cannot.
+
+    The reference is the set of directions and sentence counts most models share; models
+    outside it would be averaged over other directions, so they are marked instead.
+    """
+    coverages = {r.name: r.coverage() for r in results}
+    reference, _ = Counter(coverages.values()).most_common(1)[0]
+    reference_directions = {(s, t) for s, t, _ in reference}
+    reasons = {}
+    for name, coverage in coverages.items():
+        if coverage == reference:
+            continue
+        directions = {(s, t) for s, t, _ in coverage}
+        shared = len(directions & reference_directions)
+        if directions != reference_directions:
+            reasons[name] = (
+                f"evaluated on {len(directions)} directions, {shared} of them shared with the "
+                f"{len(reference_directions)} of the other models: not ranked"
+            )
+        else:
+            reasons[name] = "evaluated on other sentence counts than the other models: not ranked"
+    return reasons
+
+
+def significance_clusters(
+    rows: Sequence[pd.DataFrame], column: str, resampling: Resampling
+) -> tuple[list[float], list[int]]:
+    """For models in rank order: p-value against the best, and significance clusters.
+
+    A paired bootstrap test (sentences resampled within directions, the macro mean as
+    statistic) on `column`. Clusters are formed top-down as WMT reports them: a model joins
+    the current cluster when it is not significantly different from the cluster's best
+    model, and starts the next cluster otherwise; cluster 1 holds the models tied with the
+    best. A model whose sentences differ from the compared model's gets no cluster.
+    """
+    if not rows:
+        return [], []
+
+    def p_value(first: int, second: int) -> float:
+        return paired_p_value(rows[first], rows[second], column, resampling)
+
+    p_vs_best = [float("nan")] + [p_value(0, i) for i in range(1, len(rows))]
+    clusters = [1]
+    head = 0
+    for i in range(1, len(rows)):
+        p = p_vs_best[i] if head == 0 else p_value(head, i)
+        if math.isnan(p):
+            raise ValueError(f"no paired sentences to compare on {column}")
+        if p < SIGNIFICANCE_LEVEL:
+            head = i
+            clusters.append(clusters[-1] + 1)
+        else:
+            clusters.append(clusters[-1])
+    return p_vs_best, clusters
+
+
+def paired_p_value(
+    baseline: pd.DataFrame, system: pd.DataFrame, column: str, resampling: Resampling
+) -> float:
+    """Paired bootstrap p of the macro-mean difference on `column`, pooled over directions."""
+    merged = baseline[[*SENTENCE_KEY, column]].merge(
+        system[[*SENTENCE_KEY, column]], on=SENTENCE_KEY, suffixes=("_a", "_b")
+    )
+    if len(merged) != len(baseline) or len(merged) != len(system):
+        raise ValueError(
+            f"models were not evaluated on the same sentences ({len(baseline)} and "
+            f"{len(system)} sentences, {len(merged)} shared)"
+        )
+    per_direction = [
+        paired_samples(group[f"{column}_a"], group[f"{column}_b"], resampling)
+        for _, group in merged.groupby(GROUP_COLUMNS, sort=True)
+    ]
+    return paired_bootstrap_p(pool(per_direction))
+
+
+# --- Markdown -------------------------------------------------------------------------------
+
+
+MISSING = "\N{EN DASH}"
+
+
+def format_score(value: float, scale: float) -> str:
+    """Three decimals for scores within [-1, 1] (`scale`: the largest magnitude), else two."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    return f"{value:.3f}" if scale <= 1 else f"{value:.2f}"
+
+
+def display_scales(board: pd.DataFrame) -> dict[str, float]:
+    """Per metric column, the largest magnitude on the board (see `format_score`)."""
+    return {
+        column: float(np.nanmax(np.abs(board[column].to_numpy(dtype=float)), initial=0))
+        for column in metric_columns_of(board)
+    }
+
+
+def metric_columns_of(board: pd.DataFrame) -> list[str]:
+    """The metric columns of a leaderboard (those that have an interval)."""
+    return [c.removesuffix("_ci_low") for c in board.columns if c.endswith("_ci_low")]
+
+
+def markdown_table(
+    board: pd.DataFrame, lower_is_better: Iterable[str], title: str = "Leaderboard"
+) -> str:
+    """The leaderboard as a Markdown table: each metric as mean [95% interval]."""
+    primary = board.attrs.get("primary") or primary_metric(metric_columns_of(board))
+    lower = set(lower_is_better)
+    metrics = metric_columns_of(board)
+    scale = display_scales(board)
+
+    def arrow(column: str) -> str:
+        return "↓" if column in lower else "↑"
+
+    header = ["rank", "model", "cluster", "directions", "sentences"]
+    header += [f"{c} {arrow(c)}" for c in metrics]
+    header += [f"{primary} {g.replace('_', ' ')}" for g in ENGLISH_GROUPS]
+    lines = [f"# {title}", "", _row(header), _row(["---"] * len(header))]
+    for record in board.to_dict(orient="records"):
+        cells = [
+            _integer(record["rank"]),
+            str(record["model"]) + ("" if record["comparable"] else " *"),
+            _integer(record["cluster"]),
+            str(record["n_directions"]),
+            str(record["n_sentences"]),
+        ]
+        for column in metrics:
+            cells.append(
+                f"{format_score(record[column], scale[column])} "
+                f"[{format_score(record[f'{column}_ci_low'], scale[column])}, "
+                f"{format_score(record[f'{column}_ci_high'], scale[column])}]"
+            )
+        cells += [
+            format_score(record[f"{primary}_{group}"], scale[primary]) for group in ENGLISH_GROUPS
+        ]
+        lines.append(_row(cells))
+    lines += ["", *_footnotes(board, primary, lower)]
+    return "\n".join(lines) + "\n"
+
+
+def _footnotes(board: pd.DataFrame, primary: str, lower: set[str]) -> list[str]:
+    notes = [
+        f"Ranked by {primary} ({'lower' if primary in lower else 'higher'} is better), the "
+        "macro mean over directions; [low, high] is its 95% bootstrap interval (sentences "
+        "resampled within directions).",
+        f"Cluster 1 holds the models not significantly different from the best (paired "
+        f"bootstrap on {primary}, p ≥ {SIGNIFICANCE_LEVEL}); each later cluster starts at the "
+        "first model significantly worse than the previous cluster's best.",
+    ]
+    for record in board.to_dict(orient="records"):
+        if not record["comparable"]:
+            notes.append(f"\\* {record['model']}: {record['note']}.")
+    return [f"{note}  " for note in notes]
+
+
+def _integer(value: Any) -> str:
+    return MISSING if value is None or pd.isna(value) else str(int(value))
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def read_results(
+    models: Sequence[str],
+    scores_paths: Sequence[Path],
+    rows_paths: Sequence[Path],
+    columns: Sequence[str],
+) -> list[ModelResults]:
+    return [
+        ModelResults.read(name, scores, rows, columns)
+        for name, scores, rows in zip(models, scores_paths, rows_paths, strict=True)
+    ]
+
+
+def write_leaderboard(
+    board: pd.DataFrame,
+    csv_path: Path,
+    markdown_path: Path,
+    lower_is_better: Iterable[str],
+) -> None:
+    write_csv(csv_path, board)
+    text = markdown_table(board, lower_is_better)
+    write_atomically(markdown_path, lambda t: t.write_text(text, encoding="utf-8"))

@@ -1,0 +1,198 @@
+"""Verification of a model's claimed scores: rescore its translations from scratch and compare.
+
+Nothing scored before is reused (no `.scored.parquet`, no cache): every sentence of every
+configured direction (and of any other direction that `scores.csv` lists) is checked against the
+dataset (source, reference, order and count, as for provided translations), scored against the
+dataset's references with the configured metrics, and aggregated by the code that wrote
+`scores.csv`. A claim must be complete: a configured direction or metric that `scores.csv` leaves
+out fails the verification as a value that differs does, so that no submission passes by
+dropping its worst directions.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bouquet_eval.core.io import file_sha256
+from bouquet_eval.core.stats import Resampling
+from bouquet_eval.data.dataset import DatasetSource, Direction
+from bouquet_eval.data.outputs import translation_path
+from bouquet_eval.data.translations import read_translations
+from bouquet_eval.metrics import COMPOSITE, Metric, corpus_metrics, metric_columns
+from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_scores
+from bouquet_eval.scoring.score import score_rows
+
+log = logging.getLogger(__name__)
+
+# Largest absolute difference between a claimed and a recomputed value that still agrees.
+# chrF++ and BLEU are deterministic: only the last digits of a floating-point sum may differ.
+# MetricX runs in bfloat16 on a GPU and float32 on a CPU (about 0.001 apart per segment,
+# google-research/metricx); GlotLID's probabilities move with the fastText build.
+TOLERANCES = {
+    "n_sentences": 0.0,
+    "chrfpp": 1e-9,
+    "chrfpp_corpus": 1e-9,
+    "bleu": 1e-9,
+    "bleu_corpus": 1e-9,
+    "ter": 1e-9,
+    "ter_corpus": 1e-9,
+    "metricx": 0.01,
+    "glotlid_score": 1e-4,
+    COMPOSITE: 1e-3,
+}
+DEFAULT_TOLERANCE = 1e-6
+OK, DIFFERS, NOT_RECOMPUTED, NOT_CLAIMED = "ok", "differs", "not recomputed", "not claimed"
+FAILED = (DIFFERS, NOT_CLAIMED)
+VERIFICATION_COLUMNS = [
+    *GROUP_COLUMNS,
+    "metric",
+    "claimed",
+    "recomputed",
+    "difference",
+    "tolerance",
+    "status",
+]
+
+
+def directions_to_verify(configured: Sequence[Direction], claim: pd.DataFrame) -> list[Direction]:
+    """The configured directions, then any other that the claim lists (in its order)."""
+    claimed = (
+        Direction(str(s), str(t)) for s, t in zip(claim["src_lang"], claim["tgt_lang"], strict=True)
+    )
+    return list(dict.fromkeys([*configured, *claimed]))
+
+
+def read_claim(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no scores.csv to verify")
+    claim = pd.read_csv(path)
+    missing = [c for c in (*GROUP_COLUMNS, "n_sentences") if c not in claim]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    return claim
+
+
+def rescore(
+    model_dir: Path,
+    directions: Sequence[Direction],
+    dataset: DatasetSource,
+    limit: int | None,
+    metrics: Sequence[Metric],
+    resampling: Resampling,
+) -> pd.DataFrame:
+    """Per-direction scores of the translations in `model_dir`, computed from scratch."""
+    scored = []
+    for position, direction in enumerate(directions, start=1):
+        # Checked line by line against the dataset; the reference scored is the dataset's.
+        frame = read_translations(
+            translation_path(model_dir, direction),
+            direction,
+            dataset.load(direction, limit),
+            extra_lines_allowed=limit is not None,
+        )
+        scored.append(score_rows(frame, metrics))
+        log.info("[%d/%d] %s rescored", position, len(directions), direction)
+    return direction_scores(
+        pd.concat(scored, ignore_index=True),
+        metric_columns(metrics),
+        resampling,
+        corpus_metrics(metrics),
+    )
+
+
+def compared_columns(frame: pd.DataFrame) -> list[str]:
+    """n_sentences, then each metric's mean and corpus score (not the intervals)."""
+    return [
+        c
+        for c in frame.columns
+        if c not in GROUP_COLUMNS and not c.endswith(("_ci_low", "_ci_high"))
+    ]
+
+
+def compare_scores(
+    claimed: pd.DataFrame, recomputed: pd.DataFrame, tolerances: Mapping[str, float]
+) -> pd.DataFrame:
+    """One row per direction and value: claimed, recomputed, difference and status."""
+    merged = claimed.merge(
+        recomputed,
+        on=GROUP_COLUMNS,
+        how="outer",
+        suffixes=("_claimed", "_recomputed"),
+        indicator=True,
+    )
+    recomputed_columns = set(compared_columns(recomputed))
+    columns = list(dict.fromkeys(compared_columns(claimed) + compared_columns(recomputed)))
+    records = []
+    for row in merged.to_dict(orient="records"):
+        direction_claimed = row["_merge"] != "right_only"
+        direction_recomputed = row["_merge"] != "left_only"
+        for column in columns:
+            in_claim = direction_claimed and column in claimed
+            in_recomputed = direction_recomputed and column in recomputed_columns
+            claim = _value(row, column, "_claimed", in_claim)
+            value = _value(row, column, "_recomputed", in_recomputed)
+            tolerance = tolerances.get(column, DEFAULT_TOLERANCE)
+            records.append(
+                {
+                    "src_lang": row["src_lang"],
+                    "tgt_lang": row["tgt_lang"],
+                    "metric": column,
+                    "claimed": claim,
+                    "recomputed": value,
+                    "difference": value - claim,
+                    "tolerance": tolerance,
+                    "status": _status(claim, value, tolerance, in_claim, in_recomputed),
+                }
+            )
+    return pd.DataFrame.from_records(records, columns=VERIFICATION_COLUMNS)
+
+
+def _value(row: Mapping[str, Any], column: str, suffix: str, present: bool) -> float:
+    if not present:
+        return math.nan
+    value = row[f"{column}{suffix}"] if f"{column}{suffix}" in row else row[column]
+    return float(value)
+
+
+def _status(claim: float, value: float, tolerance: float, claimed: bool, recomputed: bool) -> str:
+    if not recomputed:
+        return NOT_RECOMPUTED
+    if not claimed:
+        return NOT_CLAIMED
+    if math.isnan(claim) and math.isnan(value):
+        return OK
+    if math.isnan(claim) or math.isnan(value) or abs(value - claim) > tolerance:
+        return DIFFERS
+    return OK
+
+
+def mismatch_message(model: str, verification: pd.DataFrame, shown: int = 10) -> str | None:
+    """A message naming every value that differs or is not claimed (the first `shown`), or
+    None if every recomputed value is claimed and agrees."""
+    failing = verification[verification["status"].isin(FAILED)]
+    if failing.empty:
+        return None
+    lines = [
+        f"model '{model}', direction {r.src_lang}-{r.tgt_lang}, {r.metric}: "
+        + (
+            f"claimed {r.claimed!r}, recomputed {r.recomputed!r} (tolerance {r.tolerance:g})"
+            if r.status == DIFFERS
+            else f"not in scores.csv, recomputed {r.recomputed!r}"
+        )
+        for r in failing.head(shown).itertuples(index=False)
+    ]
+    if len(failing) > shown:
+        lines.append(f"... and {len(failing) - shown} more")
+    return "\n".join(lines)
+
+
+def claim_fingerprint(model_dir: Path) -> dict[str, str]:
+    """Digests of what a verification reads: it is redone when any of them changes."""
+    files = [model_dir / "scores.csv", *sorted(model_dir.glob("*.jsonl"))]
+    return {path.name: file_sha256(path) for path in files if path.is_file()}

@@ -1,0 +1,287 @@
+"""The interactive pages of the report: every direction of every model, and sentences.
+
+BOUQuET pairs about 268 languages with English both ways and adds some regional pairs: about
+1062 directions, too many for one figure. These pages hold the numbers as JSON and draw them
+as sortable, filterable tables (Tabulator, vendored in `assets/tabulator`, inlined so that
+nothing is fetched when the report opens): scores into and out of English per language, the
+regional pairs, every direction of every model, and each model's differences from a baseline.
+The sentence page holds what fits in a report: each model's worst sentences per direction and
+one sample sentence per direction with every model's output; `bouquet_eval.results.browse`
+serves all of them from the run's files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bouquet_eval.core.languages import LanguageCode
+from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
+
+ASSETS = Path(__file__).parent / "assets"
+WORST_SENTENCES = 3
+"""Per model and direction, how many of its worst sentences the report's sentence page holds."""
+DECIMALS = 4
+
+
+@dataclass(frozen=True)
+class LanguageInfo:
+    code: str
+    name: str
+    script: str
+    region: str
+    """The territory where the language is most spoken (CLDR likely subtags); empty if unknown."""
+
+
+@cache
+def describe_language(code: str) -> LanguageInfo:
+    """Name, script name and region of a BOUQuET code (langcodes' CLDR data)."""
+    import langcodes
+
+    from bouquet_eval.translators.prompt import language_name
+
+    parsed = LanguageCode.parse(code)
+    script = langcodes.Language.get(f"und-{parsed.script}").script_name()
+    region = ""
+    # Only languages in the likely-subtags table have a known territory; for the others
+    # langcodes would fall back on English's (the United States). An individual language
+    # absent from the table (swh) takes its macrolanguage's (sw).
+    likely = langcodes.LIKELY_SUBTAGS.get(
+        langcodes.standardize_tag(parsed.language)
+    ) or langcodes.LIKELY_SUBTAGS.get(langcodes.standardize_tag(parsed.language, macro=True))
+    if likely:
+        territory = langcodes.Language.get(likely).territory
+        name = langcodes.Language.get(f"und-{territory}").territory_name() if territory else ""
+        # CLDR's likely subtags name no territory for some languages ("ZZ", unknown region).
+        region = "" if name.startswith("Unknown") else name
+    return LanguageInfo(code, language_name(code), script, region)
+
+
+def direction_kind(src_lang: str, tgt_lang: str) -> str:
+    if tgt_lang == ENGLISH:
+        return "into English"
+    if src_lang == ENGLISH:
+        return "out of English"
+    return "regional"
+
+
+def _rounded(values: np.ndarray) -> list[float | None]:
+    return [None if not math.isfinite(v) else round(float(v), DECIMALS) for v in values]
+
+
+def results_data(
+    scores_by_model: Mapping[str, pd.DataFrame],
+    models: Sequence[str],
+    columns: Sequence[str],
+    lower: set[str],
+    primary: str,
+    versus: pd.DataFrame | None,
+) -> dict[str, Any]:
+    """What the results page draws, as compact JSON-ready lists.
+
+    `scores[metric][model]` is three lists (mean, interval low, interval high) aligned with
+    `directions`; `versus` (see `compare.compare_models`) gives each model's difference from
+    the baseline per direction with its raw and corrected p-values.
+    """
+    directions = sorted(
+        {(s, t) for m in models for s, t in zip(scores_by_model[m]["src_lang"],
+                                               scores_by_model[m]["tgt_lang"], strict=True)}
+    )  # fmt: skip
+    index = pd.MultiIndex.from_tuples(directions, names=GROUP_COLUMNS)
+    scores: dict[str, dict[str, list[list[float | None]]]] = {}
+    sentences: list[int | None] = [None] * len(directions)
+    for model in models:
+        table = scores_by_model[model].set_index(GROUP_COLUMNS).reindex(index)
+        counts = table["n_sentences"].to_numpy(dtype=float)
+        sentences = [
+            old if old is not None else (None if math.isnan(c) else int(c))
+            for old, c in zip(sentences, counts, strict=True)
+        ]
+        for column in columns:
+            if column not in table:
+                continue
+            triple = [
+                table[name].to_numpy(dtype=float) if name in table else np.full(len(index), np.nan)
+                for name in (column, f"{column}_ci_low", f"{column}_ci_high")
+            ]
+            scores.setdefault(column, {})[model] = [_rounded(values) for values in triple]
+    languages = sorted({code for pair in directions for code in pair})
+    data: dict[str, Any] = {
+        "models": list(models),
+        "metrics": [c for c in columns if c in scores],
+        "lower": sorted(lower),
+        "primary": primary,
+        "english": ENGLISH,
+        "languages": {
+            code: [info.name, info.script, info.region]
+            for code, info in ((c, describe_language(c)) for c in languages)
+        },
+        "directions": [[s, t, n] for (s, t), n in zip(directions, sentences, strict=True)],
+        "scores": scores,
+        "versus": None,
+    }
+    if versus is not None and len(versus):
+        data["versus"] = versus_data(versus, index)
+    return data
+
+
+def versus_data(versus: pd.DataFrame, index: pd.MultiIndex) -> dict[str, Any]:
+    """Per compared model: delta, raw p and corrected p per direction (aligned with `index`)."""
+    per_direction = versus[versus["src_lang"] != "all"]
+    systems: dict[str, list[list[float | None]]] = {}
+    for system, rows in per_direction.groupby("system", sort=False):
+        table = rows.set_index(GROUP_COLUMNS).reindex(index)
+        systems[str(system)] = [
+            _rounded(table[name].to_numpy(dtype=float))
+            for name in ("delta", "p_paired_bootstrap", "p_paired_bootstrap_bh")
+        ]
+    return {
+        "baseline": str(versus["baseline"].iloc[0]),
+        "metric": str(versus["metric"].iloc[0]),
+        "systems": systems,
+    }
+
+
+def asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside a <script> element."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def interactive_page(
+    title: str, intro: str, data: Any, script: str, style: str, tables: bool = True
+) -> str:
+    """A page that draws `data` with `script` (ours, in assets/), and with the vendored
+    Tabulator where it has `tables`."""
+    library = (
+        f"<style>{asset('tabulator/tabulator_simple.min.css')}</style>",
+        f"<script>{asset('tabulator/tabulator.min.js')}</script>",
+    )
+    css, javascript = library if tables else ("", "")
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>{css}"
+        f"<style>{style}{asset('views.css')}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{intro}"
+        '<div id="app"></div>'
+        f'<script id="data" type="application/json">{_script_json(data)}</script>'
+        f"{javascript}<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
+    )
+
+
+def results_page(data: dict[str, Any], style: str) -> str:
+    intro = (
+        "<p>Every direction of every model. Pick a view, a metric and a model; click a column "
+        "header to sort, type in the boxes under it to filter (language names, codes, scripts "
+        "and regions are searchable). Brackets hold 95% bootstrap intervals.</p>"
+    )
+    return interactive_page("Results by language and direction", intro, data, "results.js", style)
+
+
+# --- Sentences ------------------------------------------------------------------------------
+
+TEXT_COLUMNS = ("src_text", "ref_text", "mt_text")
+
+
+def worst_sentences(rows: pd.DataFrame, column: str, lower: bool, count: int) -> pd.DataFrame:
+    """The `count` worst-scored sentences of each direction on `column` (missing scores last)."""
+    usable = rows[[*GROUP_COLUMNS, "uniq_id", column]].dropna(subset=[column])
+    ordered = usable.sort_values(column, ascending=not lower, kind="stable")
+    return ordered.groupby(GROUP_COLUMNS, sort=False).head(count)
+
+
+def sample_sentences(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """One sentence per direction, drawn with a fixed seed (the same for every model)."""
+    keys = rows[[*GROUP_COLUMNS, "uniq_id"]]
+    shuffled = keys.sample(frac=1.0, random_state=seed)
+    return shuffled.groupby(GROUP_COLUMNS, sort=False).head(1)
+
+
+def read_texts(path: Path, wanted: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The text `columns` of the rows of `wanted` (direction and uniq_id) in a scored_rows file."""
+    import pyarrow.parquet as pq
+
+    available = set(pq.read_schema(path).names)
+    read = [c for c in columns if c in available]
+    table = pd.read_parquet(path, columns=[*GROUP_COLUMNS, "uniq_id", *read])
+    table["uniq_id"] = table["uniq_id"].astype(str)
+    keys = wanted[[*GROUP_COLUMNS, "uniq_id"]].astype({"uniq_id": str}).drop_duplicates()
+    return keys.merge(table, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
+
+
+def sentences_data(
+    rows_by_model: Mapping[str, pd.DataFrame],
+    paths: Mapping[str, Path],
+    models: Sequence[str],
+    column: str,
+    lower: bool,
+) -> dict[str, Any]:
+    """Per direction: its chosen sentences (source, reference, each model's output and score),
+    each model's worst ones and a sample; texts are stored once per sentence."""
+    worst = {
+        model: worst_sentences(rows_by_model[model], column, lower, WORST_SENTENCES)
+        for model in models
+    }
+    sample = sample_sentences(rows_by_model[models[0]])
+    wanted = pd.concat([*worst.values(), sample], ignore_index=True)[[*GROUP_COLUMNS, "uniq_id"]]
+    wanted = wanted.astype({"uniq_id": str}).drop_duplicates()
+    base = read_texts(paths[models[0]], wanted, ("src_text", "ref_text"))
+    for model in models:
+        outputs = read_texts(paths[model], wanted, ("mt_text",))
+        scores = rows_by_model[model][[*GROUP_COLUMNS, "uniq_id", column]].astype({"uniq_id": str})
+        outputs = outputs.merge(scores, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
+        base = base.merge(
+            outputs.rename(columns={"mt_text": f"mt|{model}", column: f"score|{model}"}),
+            on=[*GROUP_COLUMNS, "uniq_id"],
+            how="left",
+        )
+    directions: dict[str, dict[str, Any]] = {}
+    for (src, tgt), group in base.groupby(GROUP_COLUMNS, sort=True):
+        directions[f"{src}-{tgt}"] = {
+            "sentences": {
+                str(record["uniq_id"]): [
+                    record.get("src_text"),
+                    record.get("ref_text"),
+                    [record.get(f"mt|{m}") for m in models],
+                    _rounded(np.array([record.get(f"score|{m}") for m in models], dtype=float)),
+                ]
+                for record in group.to_dict(orient="records")
+            },
+            "worst": {},
+        }
+    for model, chosen in worst.items():
+        for (src, tgt), group in chosen.groupby(GROUP_COLUMNS, sort=False):
+            entry = directions[f"{src}-{tgt}"]
+            entry["worst"][model] = [str(u) for u in group["uniq_id"]]
+    for record in sample.to_dict(orient="records"):
+        directions[f"{record['src_lang']}-{record['tgt_lang']}"]["sample"] = str(record["uniq_id"])
+    languages = sorted({code for name in directions for code in name.split("-")})
+    return {
+        "models": list(models),
+        "metric": column,
+        "lower": lower,
+        "languages": {c: describe_language(c).name for c in languages},
+        "directions": directions,
+    }
+
+
+def sentences_page(data: dict[str, Any], style: str) -> str:
+    intro = (
+        f"<p>For each direction: one sample sentence with every model's output, and each "
+        f"model's {WORST_SENTENCES} worst sentences on {html.escape(data['metric'])}. Every "
+        "sentence of the run is served by <code>bouquet-eval browse "
+        "&lt;output_dir&gt;</code>.</p>"
+    )
+    return interactive_page("Sentences", intro, data, "sentences.js", style, tables=False)

@@ -1,0 +1,1 @@
+"""Scoring translated directions with the metrics."""
