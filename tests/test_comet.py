@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bouquet_eval.hub import HubFiles
+from bouquet_eval.data.hub import HubFiles
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.metrics.comet import CHECKPOINT, HPARAMS, CometKiwi, CometMetric, XComet
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from bouquet_eval.devices import resolve_device
-from bouquet_eval.environment import cached_commit
-from bouquet_eval.hub import HubFiles, snapshot
+from bouquet_eval.core.devices import resolve_device
+from bouquet_eval.core.environment import cached_commit
+from bouquet_eval.data.hub import HubFiles, snapshot
 
 log = logging.getLogger(__name__)
 
