@@ -51,6 +51,10 @@ class ShapeSpec:
 
 
 # Each shape's own hyper-parameters as its released hparams.yaml has them, sizes made tiny.
+# CometKiwi's and xCOMET's (both unified metrics) in common:
+UNIFIED: dict[str, Any] = dict(
+    sent_layer="mix", layer_transformation="sparsemax", word_layer=LAYERS, hidden_sizes=[48, 16]
+)
 SPECS = {
     "comet": ShapeSpec(
         "RegressionMetric",
@@ -60,26 +64,16 @@ SPECS = {
     "cometkiwi": ShapeSpec(
         "UnifiedMetric",
         "XLM-RoBERTa",
-        dict(
-            sent_layer="mix",
-            layer_transformation="sparsemax",
-            word_layer=LAYERS,
-            hidden_sizes=[48, 16],
-            input_segments=["mt", "src"],
-            word_level_training=False,
-        ),
+        {**UNIFIED, "input_segments": ["mt", "src"], "word_level_training": False},
     ),
     "xcomet": ShapeSpec(
         "XCOMETMetric",
         "XLM-RoBERTa-XL",
-        dict(
-            sent_layer="mix",
-            layer_transformation="sparsemax",
-            word_layer=LAYERS,
-            hidden_sizes=[48, 16],
-            word_level_training=True,
-            error_labels=["minor", "major", "critical"],
-        ),
+        {
+            **UNIFIED,
+            "word_level_training": True,
+            "error_labels": ["minor", "major", "critical"],
+        },
     ),
 }
 

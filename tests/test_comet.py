@@ -19,9 +19,11 @@ are benchmarks/comet_precision.py's, docs/metrics-comet.md has them all):
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -164,6 +166,32 @@ def test_a_hub_id_loads_from_the_cache_alone(
     assert f"commit:{COMMIT}" in metric.signature()
     rows = sample_rows.head(20)
     assert metric.score(rows) == CometMetric(model=str(folder), device="cpu").score(rows)
+
+
+@pytest.mark.comet
+def test_a_scored_file_holds_scores_and_error_spans_from_one_model_load(
+    checkpoints: dict[str, Path], sample_rows: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import comet
+
+    from bouquet_eval.scoring.score import scored_table
+
+    loads = []
+    load = comet.load_from_checkpoint
+
+    def counted(*arguments: Any, **settings: Any) -> Any:
+        loads.append(arguments)
+        return load(*arguments, **settings)
+
+    monkeypatch.setattr(comet, "load_from_checkpoint", counted)
+    metric = XComet(model=str(checkpoints["xcomet"]), device="cpu")
+    # Two directions' rows, as a score job scores them one after the other.
+    tables = [scored_table(rows, [metric]) for rows in (sample_rows[:24], sample_rows[24:48])]
+    assert len(loads) == 1
+    for table in tables:
+        assert table.schema.field("xcomet").type == "double"
+        for value in table.column(XComet.spans_column).to_pylist():
+            assert isinstance(json.loads(value), list)
 
 
 @pytest.mark.comet
