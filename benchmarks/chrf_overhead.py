@@ -10,10 +10,11 @@ Builds a dataset of `--directions` x `--sentences` (sentences of 10-40 words), t
   time of Snakemake and of every job it starts;
 - the bare loop, `CHRF(word_order=2).sentence_score(hypothesis, [reference]).score` for every
   sentence, its CPU time in this process (the sentences read beforehand, not timed);
-- the score path: `score_metrics` then `gather_scores`, the score jobs' work once they have
-  started (read and check the translations, score, write the metric's and the scored files and
-  their provenance), over the first `--path-directions` directions, in this process, taking
-  turns with the bare loop over the same sentences `--repeats` times (the least CPU time of each).
+- the score path: `score_directions` (each metric's columns, then gathered), the score jobs'
+  work once they have started (read and check the translations, score, write the metric's and
+  the scored files and their provenance), over the first `--path-directions` directions, in
+  this process, taking turns with the bare loop over the same sentences `--repeats` times (the
+  least CPU time of each).
 Prints both ratios (targets: the whole run at most 1.25x the bare loop, the score path at most
 1.1x) and checks that every sentence's chrF++ score is the bare loop's, exactly.
 """
@@ -36,7 +37,7 @@ from bouquet_eval.data.dataset import Direction, resolve_dataset
 from bouquet_eval.data.outputs import score_settings, scored_path, translation_path
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.planning.schema import validate_config
-from bouquet_eval.scoring.score import gather_scores, score_metrics
+from bouquet_eval.scoring.score import score_directions
 
 sys.path.insert(0, str(REPOSITORY))
 from tests.synthetic import synthetic_directions
@@ -86,10 +87,7 @@ def score_path(workdir: Path, directions: list[Direction], scratch: Path) -> flo
     dataset = resolve_dataset(config["dataset"], fetch=False)
     settings = score_settings(config["metrics"], config)
     started = time.process_time()
-    score_metrics(
-        directions, scratch, dict(zip(config["metrics"], metrics, strict=True)), dataset, config
-    )
-    gather_scores(directions, scratch, dataset, settings)
+    score_directions(directions, scratch, metrics, dataset, settings, None, {})
     return time.process_time() - started
 
 

@@ -252,7 +252,7 @@ class XComet(CometMetric):
 
     name = "xcomet"
     spans_column = "xcomet_error_spans"
-    columns = ("xcomet", spans_column)
+    columns: tuple[str, ...] = ("xcomet", spans_column)
     label_columns = (spans_column,)
     """The spans are a JSON list per sentence (`error_spans`), not a score."""
     default_model = "Unbabel/XCOMET-XL"

@@ -29,6 +29,7 @@ from bouquet_eval.core.environment import cached_commit, hub_model
 from bouquet_eval.data.hub import HubFiles
 from bouquet_eval.metrics.training_languages import (
     MT5_LANGUAGES,
+    XLMR_LANGUAGES,
     TrainingLanguages,
 )
 
@@ -184,6 +185,86 @@ def _glotlid_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     return (ModelFiles("model", repo_id, revision, filename=filename),)
 
 
+def _comet_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
+    """A checkpoint folder, or its Hub repository's hparams.yaml and checkpoints/model.ckpt."""
+    spec = settings["model"]
+    if Path(spec).expanduser().exists():
+        return (ModelFiles("model", spec),)
+    return tuple(
+        ModelFiles("model", spec, filename=name)
+        for name in ("checkpoints/model.ckpt", "hparams.yaml")
+    )
+
+
+def _comet_encoder(name: str) -> Callable[[Mapping[str, Any]], list[HubFiles]]:
+    """Its encoder's tokenizer and config, which the fetched hparams.yaml names."""
+
+    def needs(settings: Mapping[str, Any]) -> list[HubFiles]:
+        from bouquet_eval.metrics import load_metric
+
+        need = load_metric(name, dict(settings)).encoder_need()  # type: ignore[attr-defined]
+        return [] if need is None else [need]
+
+    return needs
+
+
+def _comet(
+    name: str,
+    factory: str,
+    summary: str,
+    default_model: str,
+    columns: tuple[str, ...] = (),
+    tolerance: float = 2e-3,
+    licence: str = "CC BY-NC-SA 4.0",
+    **facts: Any,
+) -> MetricRecord:
+    """A metric of the COMET family: unbabel-comet in its own environment, a GPU unless
+    `device: cpu`, one checkpoint whose encoder was pretrained on XLM-R's languages."""
+    return MetricRecord(
+        name,
+        f"bouquet_eval.metrics.comet:{factory}",
+        summary,
+        (name, *columns),
+        # Against our float32 on the CPU: float16 (comet-score's own) within 9.5e-4, bfloat16
+        # within 1.2e-2 (xCOMET; COMET-22 6.5e-3), on tiny checkpoints (docs/metrics-comet.md).
+        tolerances={name: tolerance},
+        environment="comet",
+        device_setting="device",
+        # The model's own computation on the CPU; batching and tokenizing beside a GPU.
+        cpus=4,
+        cpus_beside_gpu=2,
+        models=_comet_models,
+        needs_once_fetched=_comet_encoder(name),
+        signature_fields=("model", "commit", "precision", "comet", "transformers"),
+        training_languages=XLMR_LANGUAGES,
+        licence=licence,
+        settings={
+            "model": {
+                "description": "Hub id of a COMET checkpoint, or a folder laid out like one "
+                "(checkpoints/model.ckpt and hparams.yaml).",
+                "type": "string",
+                "minLength": 1,
+                "default": default_model,
+            },
+            "batch_size": {"type": "integer", "minimum": 1, "default": 16},
+            "device": {
+                "description": "auto (a GPU when there is one), cpu, cuda or cuda:N.",
+                "type": "string",
+                "pattern": "^(auto|cpu|cuda(:[0-9]+)?)$",
+                "default": "auto",
+            },
+            "precision": {
+                "description": "auto (bfloat16 on a GPU that has it, float32 on the CPU), "
+                "float32, bfloat16 or float16 (comet-score's own).",
+                "type": "string",
+                "enum": ["auto", "float32", "bfloat16", "float16"],
+                "default": "auto",
+            },
+        },
+        **facts,
+    )
+
+
 # chrF++ and BLEU are deterministic: only the last digits of a floating-point sum may differ.
 _EXACT = 1e-9
 _SACREBLEU_SIGNATURE = ("nrefs", "case", "eff", "version")
@@ -264,6 +345,30 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             signature_fields=("model", "rev", "remap", "fasttext"),
             coverage="its model's labels: NaN glotlid_score for a language without one",
             licence="Apache-2.0",
+        ),
+        "comet": _comet(
+            "comet",
+            "CometMetric",
+            "COMET-22: a regression score from source, translation and reference",
+            "Unbabel/wmt22-comet-da",
+            licence="Apache-2.0",
+        ),
+        "cometkiwi": _comet(
+            "cometkiwi",
+            "CometKiwi",
+            "CometKiwi: COMET's quality estimation, from source and translation alone",
+            "Unbabel/wmt22-cometkiwi-da",
+            reference_free=True,
+        ),
+        "xcomet": _comet(
+            "xcomet",
+            "XComet",
+            "xCOMET: a score, and the error spans it marks in each translation",
+            "Unbabel/XCOMET-XL",
+            columns=("xcomet_error_spans",),
+            label_columns=("xcomet_error_spans",),
+            ranges={"xcomet": (0, 1)},
+            tolerance=2.5e-2,
         ),
     }
 )

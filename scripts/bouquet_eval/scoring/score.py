@@ -32,6 +32,7 @@ from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import (
     metric_scores_output,
     metric_scores_path,
+    score_settings,
     scored_output,
     translation_path,
 )
@@ -40,6 +41,28 @@ from bouquet_eval.metrics import Metric, add_composites, is_statistics_column, l
 from bouquet_eval.metrics.records import MetricSet
 
 log = logging.getLogger(__name__)
+
+
+def score_directions(
+    directions: Sequence[Direction],
+    model_dir: Path,
+    metrics: Sequence[Metric],
+    dataset: DatasetSource,
+    settings: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> None:
+    """Score every metric in this process, then gather them into each direction's scored file:
+    what the workflow's score jobs do between them, for a script of one's own.
+
+    `settings` (see `outputs.score_settings`; by default the metrics' names, without settings)
+    decide the scores with the translations and the dataset.
+    """
+    by_name = {metric.name: metric for metric in metrics}
+    if settings is None:
+        settings = score_settings(list(by_name), {})
+    score_metrics(directions, model_dir, by_name, dataset, settings["settings"], limit, environment)
+    gather_scores(directions, model_dir, dataset, settings, limit)
 
 
 def score_metrics(
