@@ -125,9 +125,11 @@ def test_gathered_scores_are_those_scored_in_one_pass(tmp_path: Path) -> None:
 
 
 def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_path: Path) -> None:
-    """1062 directions on the Slurm profile: CPU metrics' jobs hold no GPU, MetricX's one."""
+    """1062 directions on the Slurm profile: CPU metrics' jobs hold no GPU, MetricX's and
+    COMET's one each, in jobs of their own."""
     write_dataset(tmp_path / "data", synthetic_directions(1062), sentences=1)
-    config = bounds_config(tmp_path / "data", shards=4, metrics=["chrf", "glotlid", "metricx"])
+    metrics = ["chrf", "glotlid", "metricx", "comet"]
+    config = bounds_config(tmp_path / "data", shards=4, metrics=metrics)
     config["models"] = config["models"][:1]
     workflow.write_config(config)
     run = workflow.run(
@@ -139,14 +141,20 @@ def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_pa
         if rule:
             asked = re.search(r"resources: (.*)", block)
             jobs.setdefault(rule.group(1), asked.group(1) if asked else "")
-    families = {"score_workflow_cpu", "score_metrics_cpu", "score_metrics_gpu", "score"}
+    families = {
+        "score_workflow_cpu",
+        "score_metrics_cpu",
+        "score_metrics_gpu",
+        "score_comet_gpu",
+        "score",
+    }
     assert {name.split("_copy_source")[0] for name in jobs} >= families
     assert sum(name.startswith("score_copy_source") for name in jobs) == 4  # gathering
     assert sum(name.startswith("score_metrics_gpu") for name in jobs) == 4
     for name, resources in jobs.items():
         if name.startswith(("score_workflow_cpu", "score_metrics_cpu")):
             assert "gpu=0" in resources and "gpu=1" not in resources, (name, resources)
-        if name.startswith("score_metrics_gpu"):
+        if name.startswith(("score_metrics_gpu", "score_comet_gpu")):
             assert "gpu=1" in resources, (name, resources)
 
 
