@@ -16,6 +16,8 @@ from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import load_metric, load_metrics
 from bouquet_eval.metrics.records import RECORDS, MetricSet, metrics_table, record_of
 from bouquet_eval.metrics.training_languages import MT5_LANGUAGES, XLMR_LANGUAGES
+from bouquet_eval.results.aggregate import UNSEEN, with_unseen
+from bouquet_eval.results.leaderboard import unseen_counts, unseen_notes
 from bouquet_eval.scoring.score import gather_scores, score_metrics, scored_table
 
 from .conftest import PLUGINS, REPOSITORY, SAMPLE, Workflow
@@ -197,3 +199,24 @@ def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path)
     scored = pd.read_parquet(folder / "eng_Latn-fra_Latn.scored.parquet")
     assert "glotlid_score" not in scored.columns and "chrfpp" in scored.columns
     assert chrf.stat().st_mtime_ns == written
+
+
+def test_directions_a_learned_metric_never_saw_are_flagged_and_counted(tmp_path: Path) -> None:
+    scores = pd.DataFrame(
+        {
+            "src_lang": ["eng_Latn", "eng_Latn", "arz_Arab"],
+            "tgt_lang": ["fra_Latn", "arz_Arab", "eng_Latn"],
+            "n_sentences": [1, 1, 1],
+        }
+    )
+    flagged = with_unseen(scores, MetricSet.of(["chrf", "metricx"], DEFAULTS))
+    assert flagged[UNSEEN].tolist() == ["", "metricx", ""]
+    # As the leaderboard reads scores.csv back (an empty cell is NaN there).
+    flagged.to_csv(tmp_path / "scores.csv", index=False)
+    assert unseen_counts(pd.read_csv(tmp_path / "scores.csv")) == {"metricx_unseen_directions": 1}
+    board = pd.DataFrame([{"model": "m", "n_directions": 3, "metricx_unseen_directions": 1}])
+    assert unseen_notes(board) == [
+        "m: 1 of the 3 directions of its metricx means are in a language metricx's model was "
+        "not trained on"
+    ]
+    assert UNSEEN not in with_unseen(scores, MetricSet.of(["chrf"], {}))
