@@ -60,12 +60,14 @@ def test_one_model_load_per_job(workflow: Workflow, tmp_path: Path) -> None:
     workflow.run(env=environment)
     assert loads(translator_record) == 0 and loads(metric_record) == 0
 
-    # Without the cache, only the shards that own them load their models again.
+    # Without the cache, only the shards that own them load their models again. (A metric's
+    # own scores of a direction, kept apart, would be current: the same translations.)
     for direction in deleted:
-        for path in folder.glob(f"{direction}.*"):
-            path.unlink()
-        for path in folder.glob(f".cache/*/{direction}.*"):
-            path.unlink()
+        for pattern in ("", "by-metric/*/"):
+            for path in folder.glob(f"{pattern}{direction}.*"):
+                path.unlink()
+            for path in folder.glob(f"{pattern}.cache/*/{direction}.*"):
+                path.unlink()
     owning = {
         name
         for name, members in assign_shards(directions, 4).items()
