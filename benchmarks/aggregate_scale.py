@@ -50,7 +50,7 @@ from bouquet_eval.core.stats import Resampling, percentile_interval
 from bouquet_eval.metrics import (
     CorpusMetric,
     Metric,
-    add_composite,
+    add_composites,
     load_metrics,
     metric_columns,
 )
@@ -118,7 +118,7 @@ def build(folder: Path, arguments: argparse.Namespace) -> list[Path]:
             labelled = direction.tgt_lang not in unlabelled
             columns["glotlid_score"] = generator.beta(8, 1, size=n) if labelled else np.nan
         scored = pd.DataFrame(columns)
-        add_composite(scored)
+        add_composites(scored, arguments.metrics)
         statistics = drawn[[c for c in drawn.columns if c[:5] == "stat:"]]
         pd.concat([scored, statistics], axis=1).to_parquet(path, index=False)
         if number % 200 == 0:

@@ -10,10 +10,11 @@ Builds a dataset of `--directions` x `--sentences` (sentences of 10-40 words), t
   time of Snakemake and of every job it starts;
 - the bare loop, `CHRF(word_order=2).sentence_score(hypothesis, [reference]).score` for every
   sentence, its CPU time in this process (the sentences read beforehand, not timed);
-- the score path: `score_directions`, the score job's work once the job has started (read and
-  check the translations, score, write the scored files and their provenance), over the first
-  `--path-directions` directions, in this process, taking turns with the bare loop over the same
-  sentences `--repeats` times (the least CPU time of each).
+- the score path: `score_directions` (each metric's columns, then gathered), the score jobs'
+  work once they have started (read and check the translations, score, write the metric's and
+  the scored files and their provenance), over the first `--path-directions` directions, in
+  this process, taking turns with the bare loop over the same sentences `--repeats` times (the
+  least CPU time of each).
 Prints both ratios (targets: the whole run at most 1.25x the bare loop, the score path at most
 1.1x) and checks that every sentence's chrF++ score is the bare loop's, exactly.
 """

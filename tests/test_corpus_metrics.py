@@ -7,11 +7,9 @@ import random
 import pandas as pd
 import pyarrow as pa
 import pytest
-import yaml
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from bouquet_eval.metrics import (
-    METRICS,
     STATISTICS_PREFIX,
     CorpusMetric,
     is_statistics_column,
@@ -19,6 +17,8 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
+from bouquet_eval.metrics.records import RECORDS
+from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.scoring.score import score_rows, scored_table
 
 from .conftest import REPOSITORY
@@ -124,11 +124,9 @@ def test_statistics_columns_are_kept_apart_from_scores() -> None:
 
 
 def test_schema_accepts_exactly_the_built_in_metrics() -> None:
-    schema = yaml.safe_load(
-        (REPOSITORY / "workflow" / "schemas" / "config.schema.yaml").read_text(encoding="utf-8")
-    )
+    schema = load_schema(REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
     (built_in, _own) = schema["properties"]["metrics"]["items"]["anyOf"]
-    assert sorted(built_in["enum"]) == sorted(METRICS)
+    assert built_in["enum"] == list(RECORDS)
 
 
 def test_scored_files_hold_the_scored_rows_with_their_types() -> None:

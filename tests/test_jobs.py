@@ -15,7 +15,7 @@ from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.planning.sharding import assign_shards
 
-from .conftest import Workflow
+from .conftest import PLUGINS, Workflow
 from .synthetic import synthetic_directions, write_dataset
 from .workflow_configs import SMALL_JOBS, bounds_config, recording_model
 
@@ -60,12 +60,14 @@ def test_one_model_load_per_job(workflow: Workflow, tmp_path: Path) -> None:
     workflow.run(env=environment)
     assert loads(translator_record) == 0 and loads(metric_record) == 0
 
-    # Without the cache, only the shards that own them load their models again.
+    # Without the cache, only the shards that own them load their models again. (A metric's
+    # own scores of a direction, kept apart, would be current: the same translations.)
     for direction in deleted:
-        for path in folder.glob(f"{direction}.*"):
-            path.unlink()
-        for path in folder.glob(f".cache/*/{direction}.*"):
-            path.unlink()
+        for pattern in ("", "by-metric/*/"):
+            for path in folder.glob(f"{pattern}{direction}.*"):
+                path.unlink()
+            for path in folder.glob(f"{pattern}.cache/*/{direction}.*"):
+                path.unlink()
     owning = {
         name
         for name, members in assign_shards(directions, 4).items()
@@ -209,6 +211,16 @@ def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> Non
         (["chrf", "faults:FlakyMetric"], "auto", 2),
     ],
 )
-def test_score_cpus_follow_the_metrics(metrics: list[str], device: str, cpus: int) -> None:
+def test_score_cpus_follow_the_metrics(
+    metrics: list[str], device: str, cpus: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job computing them all (verification) asks for the most any family needs."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
     config = {"metrics": metrics, "metricx": {"device": device}}
     assert default_cpus("score", config, None) == cpus
+
+
+def test_each_family_of_score_jobs_asks_for_its_own_cpus() -> None:
+    config = {"metrics": ["chrf", "metricx"], "metricx": {"device": "cuda"}}
+    assert default_cpus("score", config, None, "workflow_cpu") == 1
+    assert default_cpus("score", config, None, "metrics_gpu") == 2

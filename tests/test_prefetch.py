@@ -11,6 +11,7 @@ import pytest
 
 from bouquet_eval.data.hub import PARTS, HubError, HubFiles, select_files
 from bouquet_eval.data.prefetch import hub_needs
+from bouquet_eval.metrics.records import MetricSet
 
 from .conftest import Workflow
 from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub
@@ -128,7 +129,7 @@ def test_what_a_configuration_needs(tmp_path: Path) -> None:
             },
         ],
     }
-    assert hub_needs(config) == [
+    assert hub_needs(config, MetricSet.of(["metricx", "glotlid"], config).hub_needs()) == [
         HubFiles("facebook/nllb-200-distilled-600M", None, "model 'nllb'", parts=PARTS),
         HubFiles("google/madlad400-3b-mt", "abc", "model 'madlad'", parts=PARTS),
         HubFiles("CohereForAI/aya-101", None, "model 'aya'", parts=PARTS),
@@ -144,7 +145,8 @@ def test_what_a_configuration_needs(tmp_path: Path) -> None:
     lid.write_bytes(b"")
     local_metrics = {**config, "glotlid": {"model": str(lid), "revision": None}, "models": []}
     local_metrics["metricx"] = {"model": str(local_model), "tokenizer": "google/mt5-xl"}
-    assert hub_needs(local_metrics) == [
+    metric_needs = MetricSet.of(["metricx", "glotlid"], local_metrics).hub_needs()
+    assert hub_needs(local_metrics, metric_needs) == [
         HubFiles("google/mt5-xl", None, "metricx.tokenizer", parts=("tokenizer",))
     ]
 

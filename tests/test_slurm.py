@@ -166,6 +166,8 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
                     "constraint": "intel|amd",
                     "envmodules": ["metrics-env"],
                 },
+                # One family of metrics' jobs, over `score`.
+                "score_workflow_cpu": {"mem_mb": 2000},
                 "aggregate": {"slurm_account": "lab", "slurm_extra": "--mail-type=FAIL"},
             },
             "models": [
@@ -197,12 +199,14 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
     # the family's (Slurm takes --gres or --gpus, not both).
     assert (big["slurm_partition"], big["slurm_account"], big["mem_mb"]) == ("gpu", "big", "64000")
     assert big["gres"] == "gpu:h100:4" and big["gpu"] == "0" and "gpu_model" not in big
-    score = resources["score_plain_shard0of1"]
+    # chrF++'s score jobs (the scores are gathered on the submit host).
+    score = resources["score_workflow_cpu_plain_shard0of1"]
     assert (score["slurm_partition"], score["constraint"], score["gpu"]) == (
         "cpu",
         "intel|amd",
         "0",
     )
+    assert score["mem_mb"] == "2000"
     aggregate = resources["aggregate"]
     assert (aggregate["slurm_account"], aggregate["slurm_extra"]) == ("lab", "--mail-type=FAIL")
     assert aggregate["mem_mb"] == "8000" and "slurm_partition" not in aggregate

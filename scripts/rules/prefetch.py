@@ -1,13 +1,17 @@
 """Rule script: fill the Hugging Face cache (run by Snakemake, on a machine with network)."""
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.data.prefetch import prefetch
+from bouquet_eval.data.prefetch import fetch_all, prefetch
+from bouquet_eval.metrics.records import MetricSet
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         plan = snakemake.params.plan
-        for line in prefetch(plan.config, plan.dataset):
+        metrics = MetricSet.of(plan.metrics, plan.config)
+        for line in prefetch(plan.config, plan.dataset, metrics.hub_needs()):
+            log.info("%s", line)
+        for line in fetch_all(metrics.needs_once_fetched()):
             log.info("%s", line)
         if plan.judgements is not None:
             # Fetched while the plan was made, as the dataset is (metaeval.judgements).

@@ -12,11 +12,11 @@ from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
     FAILED,
-    TOLERANCES,
     compare_scores,
     directions_to_verify,
     read_claim,
     rescore,
+    tolerances,
 )
 
 
@@ -41,16 +41,17 @@ def main(snakemake: SnakemakeJob) -> None:
             submission.unpack(folder, [*configured, *submission.directions])
             log.info("submission '%s': its files to be read are in %s", submission.source, folder)
         claimed = read_claim(folder / "scores.csv")
+        metrics = load_metrics(snakemake.params.metrics, config)
         recomputed = rescore(
             folder,
             directions_to_verify(configured, claimed, plan.dataset.directions()),
             plan.dataset,
             config["limit"],
-            load_metrics(snakemake.params.metrics, config),
+            metrics,
             Resampling(**config["statistics"]),
         )
         verification = compare_scores(
-            claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance}
+            claimed, recomputed, {**tolerances(metrics), **snakemake.params.tolerance}
         )
         write_csv(output, verification)
         log.info(

@@ -10,14 +10,15 @@ from bouquet_eval.planning.checks import (
     stop_planning,
     warn_of_unset_api_keys,
 )
-from bouquet_eval.core.config import ConfigError, job_name
+from bouquet_eval.core.config import ConfigError, expand_path, job_name
 from bouquet_eval.core.freshness import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.planning.estimate import api_estimates
 from bouquet_eval.core.io import write_json
 from bouquet_eval.core.jobs import failed_job_report
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.data.outputs import AGGREGATES
+from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.data.outputs import AGGREGATES, metric_scores_path
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.data.prefetch import check_hub_needs
 from bouquet_eval.planning.runs import (
@@ -59,6 +60,8 @@ try:
     CHECKED_DATASET_FILES = PLAN.dataset.check_files(PLAN.directions, DATASET_INDEX)
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(PLAN.metrics, config)
+    # What every job, prefetch and report needs to know of them, from their records.
+    METRIC_SET = MetricSet.of(PLAN.metrics, config, METRICS)
     # So are translators and prompt functions of one's own (imported, no model loaded), once.
     if workflow.is_main_process:
         check_own_objects(config["models"])
@@ -136,6 +139,10 @@ def translation_file(model, direction):
 
 def scored_file(model, direction):
     return f"{model_dir(model)}/{direction}.scored.parquet"
+
+
+def metric_scores_file(model, metric, direction):
+    return str(metric_scores_path(model.folder, metric, direction))
 
 
 def dataset_files(directions):
@@ -268,6 +275,15 @@ def translation_stamp(model, shard, directions):
     )
 
 
+def metric_scores_stamp(model, family, shard, directions):
+    names = METRIC_SET.families()[family]
+    return planned_stamp(
+        model,
+        f"score-{family}-{shard}",
+        lambda: PLAN.metric_scores_outputs(model, names, directions),
+    )
+
+
 def score_stamp(model, shard, directions):
     return planned_stamp(
         model, f"score-{shard}", lambda: PLAN.scored_outputs(model, directions)
@@ -288,9 +304,35 @@ def translator_environment(model):
     return f"../../envs/{model_environment(model.entry)}.yaml"
 
 
-def score_environment():
-    neural = {"metricx", "glotlid"} & set(PLAN.metrics)
-    return f"../../envs/{'metrics' if neural else 'workflow'}.yaml"
+def score_environment(family):
+    """The conda environment of a family of metrics' score jobs (their records say)."""
+    return f"../../envs/{METRIC_SET.family_environment(family)}.yaml"
+
+
+def family_python(family):
+    """The Python of a family of metrics' environment where `environments` names one, for a
+    run that deploys no software itself (with --sdm conda or env-modules, those do)."""
+    from snakemake.settings.types import DeploymentMethod
+
+    python = config["environments"].get(METRIC_SET.family_environment(family))
+    deploying = {DeploymentMethod.CONDA, DeploymentMethod.ENV_MODULES}
+    if python is None or deploying & set(
+        workflow.deployment_settings.deployment_method
+    ):
+        return None
+    return str(expand_path(python))
+
+
+def verify_environment():
+    """Verification computes every metric in one job: the environment that holds them all
+    when they have one, else the first family's (a family in an environment of its own, such
+    as COMET's, then needs its environment's packages installed beside the others)."""
+    environments = {METRIC_SET.family_environment(f) for f in METRIC_SET.families()}
+    if environments <= {"workflow", "metrics"}:
+        return (
+            f"../../envs/{'metrics' if 'metrics' in environments else 'workflow'}.yaml"
+        )
+    return score_environment(next(iter(METRIC_SET.families())))
 
 
 def grows_with_attempt(first):
@@ -314,12 +356,14 @@ SLURM_SETTINGS = (
 GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 
 
-def job_settings(stage, model=None):
+def job_settings(stage, model=None, family=None):
     """`resources.<stage>` of the configuration, with a model's own `resources` over it; CPUs
-    by default from what the job runs (bouquet_eval.planning.job_cpus)."""
+    by default from what the job runs (bouquet_eval.planning.job_cpus): a score job's from its `family`
+    of metrics, all of them when None."""
     settings = {
-        "cpus": default_cpus(stage, config, model.entry if model else None),
+        "cpus": default_cpus(stage, config, model.entry if model else None, family),
         **config["resources"][stage],
+        **config["resources"].get(f"{stage}_{family}", {}),
     }
     own = (model.entry if model else {}).get("resources") or {}
     if any(key in own for key in GPU_TYPE_SETTINGS):
@@ -345,10 +389,10 @@ def gpu_request(settings, gpus):
     return {"gpu": gpus}
 
 
-def job_resources(stage, gpus, model=None):
+def job_resources(stage, gpus, model=None, family=None):
     """Everything a job asks for; what the configuration leaves out comes from Snakemake's
     default-resources (a Slurm profile's partition and account, for instance)."""
-    settings = job_settings(stage, model)
+    settings = job_settings(stage, model, family)
     return {
         "mem_mb": grows_with_attempt(settings["mem_mb"]),
         "runtime": grows_with_attempt(settings["runtime"]),
@@ -357,9 +401,9 @@ def job_resources(stage, gpus, model=None):
     }
 
 
-def job_envmodules(stage, model=None):
+def job_envmodules(stage, model=None, family=None):
     """Environment modules a job loads first (used with --sdm env-modules)."""
-    return job_settings(stage, model).get("envmodules", [])
+    return job_settings(stage, model, family).get("envmodules", [])
 
 
 def warn_of_unused_envmodules():
@@ -368,6 +412,7 @@ def warn_of_unused_envmodules():
     from snakemake.settings.types import DeploymentMethod
 
     jobs = [("score", None), ("aggregate", None)]
+    jobs += [("score", None, family) for family in METRIC_SET.families()]
     jobs += [("translate", model) for model in MODELS.values()]
     modules = sorted({name for job in jobs for name in job_envmodules(*job)})
     methods = workflow.deployment_settings.deployment_method
@@ -436,14 +481,16 @@ def refuse_what_the_hub_cannot_give(jobs):
     }
     scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
     try:
-        check_hub_needs(config, translating, scoring)
+        check_hub_needs(config, translating, METRIC_SET.hub_needs() if scoring else ())
     except ConfigError as error:
         stop_planning(error, workflow.configfiles)
 
 
-def score_gpus():
-    uses_gpu = "metricx" in PLAN.metrics and config["metricx"]["device"] != "cpu"
-    return 1 if uses_gpu else 0
+def score_gpus(family=None):
+    """GPUs of a family of metrics' score jobs (their records say); of a job that computes
+    every metric when `family` is None (verification)."""
+    families = [family] if family else list(METRIC_SET.families())
+    return max(METRIC_SET.family_gpus(name) for name in families)
 
 
 def compared_models():

@@ -44,7 +44,7 @@ rule verify_model:
     wildcard_constraints:
         model="|".join(re.escape(name) for name in CLAIMS),
     conda:
-        score_environment()
+        verify_environment()
     envmodules:
         *job_envmodules("score"),
     threads: job_settings("score")["cpus"]

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -105,25 +104,3 @@ def workflow_commit(repository: Path) -> dict[str, Any] | None:
         [*run, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
     )
     return {"commit": head.stdout.strip(), "modified": bool(status.stdout.strip())}
-
-
-def metric_models(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the models of the configured neural metrics came from (see `hub_model`)."""
-    sources: dict[str, Any] = {}
-    if "metricx" in config["metrics"]:
-        for key in ("model", "tokenizer"):
-            sources[f"metricx.{key}"] = hub_model(config["metricx"][key])
-    if "glotlid" in config["metrics"]:
-        spec, revision = config["glotlid"]["model"], config["glotlid"]["revision"]
-        if Path(spec).exists():
-            sources["glotlid.model"] = {"path": str(Path(spec).resolve())}
-        else:
-            owner, repository, filename = spec.split("/", 2)
-            repo_id = f"{owner}/{repository}"
-            sources["glotlid.model"] = {
-                "hub": repo_id,
-                "file": filename,
-                "revision": revision,
-                "commit": cached_commit(repo_id, revision),
-            }
-    return sources

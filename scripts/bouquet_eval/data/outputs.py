@@ -6,6 +6,7 @@ them here, so both decide currency with the same settings and inputs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from bouquet_eval.data.dataset import Direction
 
 TRANSLATIONS_SUFFIX = ".jsonl"
 SCORED_SUFFIX = ".scored.parquet"
+METRIC_SCORES_DIR = "by-metric"
+"""Under a model's folder: `<metric>/<direction>.parquet`, one metric's columns of a direction,
+which its score job writes and the direction's scored file gathers."""
 
 
 def translation_path(model_dir: Path, direction: Direction) -> Path:
@@ -23,6 +27,15 @@ def translation_path(model_dir: Path, direction: Direction) -> Path:
 
 def scored_path(model_dir: Path, direction: Direction) -> Path:
     return model_dir / f"{direction}{SCORED_SUFFIX}"
+
+
+def metric_folder_name(metric: str) -> str:
+    """A metric's folder under METRIC_SCORES_DIR: its name (`pkg.mod:Name` -> `pkg.mod-Name`)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", metric)
+
+
+def metric_scores_path(model_dir: Path, metric: str, direction: Direction) -> Path:
+    return model_dir / METRIC_SCORES_DIR / metric_folder_name(metric) / f"{direction}.parquet"
 
 
 def direction_of(path: str | Path) -> Direction:
@@ -49,15 +62,32 @@ def translation_output(
     return ResumableOutput(translation_path(model_dir, direction), settings, inputs)
 
 
+def metric_scores_output(
+    model_dir: Path,
+    metric: str,
+    direction: Direction,
+    config: Mapping[str, Any],
+    dataset_file: Path,
+) -> ResumableOutput:
+    """One metric's columns of a direction (`metric_scores_path`), made from the translations,
+    which are checked against the dataset's file before they are scored, with the metric's
+    configuration section."""
+    inputs = {"translations": translation_path(model_dir, direction), "dataset": dataset_file}
+    settings = score_settings([metric], config)
+    return ResumableOutput(metric_scores_path(model_dir, metric, direction), settings, inputs)
+
+
 def scored_output(
     model_dir: Path,
     direction: Direction,
     settings: Mapping[str, Any],
     dataset_file: Path,
 ) -> ResumableOutput:
-    """`<model_dir>/<direction>.scored.parquet`, made from the translations, which are checked
-    against the dataset's file before they are scored."""
+    """`<model_dir>/<direction>.scored.parquet`: the translations, checked against the
+    dataset's file, with the columns of every metric (`metric_scores_path`) beside them."""
     inputs = {"translations": translation_path(model_dir, direction), "dataset": dataset_file}
+    for metric in settings["metrics"]:
+        inputs[f"metric:{metric}"] = metric_scores_path(model_dir, metric, direction)
     return ResumableOutput(scored_path(model_dir, direction), settings, inputs)
 
 

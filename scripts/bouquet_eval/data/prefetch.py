@@ -7,9 +7,10 @@ same configuration works on both sides. What a configuration needs (`hub_needs`)
 - the dataset's parquet files of the configured config and split, at `dataset.revision`;
 - each model whose translator loads hub weights (vllm, nllb, madlad, aya): config, tokenizer
   and weights at its `revision`, and for vllm the tokenizer `engine_args.tokenizer` names;
-- MetricX: `metricx.model`'s config and weights, and only the tokenizer files of
-  `metricx.tokenizer` (mT5's repository also holds its weights, in three formats);
-- GlotLID: the one model file `glotlid.model` names, at `glotlid.revision`.
+- each metric's models, as its record says (`MetricSet.hub_needs` in
+  `bouquet_eval.metrics.records`: for MetricX `metricx.model`'s config and weights and only
+  the tokenizer files of `metricx.tokenizer`; for GlotLID the one file `glotlid.model` names),
+  which the caller passes.
 
 Which files of a repository each part takes is `bouquet_eval.data.hub.select_files`. Before any job
 starts, the workflow checks that what its jobs will load is cached or can be had from the Hub
@@ -18,7 +19,7 @@ starts, the workflow checks that what its jobs will load is cached or can be had
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,12 @@ def is_local(path: str) -> bool:
 
 
 def hub_needs(
-    config: dict[str, Any], translating: Container[str] | None = None, scoring: bool = True
+    config: dict[str, Any],
+    metric_needs: Sequence[HubFiles] = (),
+    translating: Container[str] | None = None,
 ) -> list[HubFiles]:
-    """What the models and metrics of a validated configuration need from the hub: of the
-    models named in `translating` (all by default), and of the metrics when `scoring`."""
+    """What the models named in `translating` (all by default) of a validated configuration
+    need from the hub, then `metric_needs`: what its metrics need (`MetricSet.hub_needs`)."""
     needs: list[HubFiles] = []
     for model in config["models"]:
         if model["translator"] not in HUB_TRANSLATORS:
@@ -56,27 +59,26 @@ def hub_needs(
             needs.append(
                 HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
             )
-    metrics = config["metrics"] if scoring else []
-    if "metricx" in metrics:
-        for key, parts in (("model", ("config", "weights")), ("tokenizer", ("tokenizer",))):
-            spec = config["metricx"][key]
-            if not is_local(spec):
-                needs.append(HubFiles(spec, None, f"metricx.{key}", parts=parts))
-    if "glotlid" in metrics and not is_local(config["glotlid"]["model"]):
-        owner, repository, filename = config["glotlid"]["model"].split("/", 2)
-        revision = config["glotlid"]["revision"]
-        needs.append(
-            HubFiles(f"{owner}/{repository}", revision, "glotlid.model", filename=filename)
-        )
-    return needs
+    return [*needs, *metric_needs]
 
 
-def prefetch(config: dict[str, Any], dataset: DatasetSource) -> list[str]:
+def prefetch(
+    config: dict[str, Any], dataset: DatasetSource, metric_needs: Sequence[HubFiles] = ()
+) -> list[str]:
     """Download what a validated configuration needs and the cache lacks; one line per
     repository saying what it holds, at which commit. The `dataset` was resolved by the plan,
     whose main process fetched it."""
-    lines = [f"dataset: {dataset.root} ({dataset.identity})"]
-    for need in hub_needs(config):
+    return [
+        f"dataset: {dataset.root} ({dataset.identity})",
+        *fetch_all(hub_needs(config, metric_needs)),
+    ]
+
+
+def fetch_all(needs: Sequence[HubFiles]) -> list[str]:
+    """Fetch `needs` the cache lacks; one line per repository saying what it holds, at which
+    commit."""
+    lines = []
+    for need in needs:
         fetched = fetch(need)
         lines.append(
             f"{need.needed_by}: {need.name} at {fetched.commit}: {', '.join(fetched.files)}"
@@ -85,10 +87,14 @@ def prefetch(config: dict[str, Any], dataset: DatasetSource) -> list[str]:
 
 
 def check_hub_needs(
-    config: dict[str, Any], translating: Container[str], scoring: bool, hint: str | None = None
+    config: dict[str, Any],
+    translating: Container[str],
+    metric_needs: Sequence[HubFiles],
+    hint: str | None = None,
 ) -> None:
     """Before any job starts: HubError naming the first model or tokenizer that the jobs to
-    run (translate jobs of the models in `translating`; score jobs when `scoring`) would load
-    and that is neither cached nor to be had from the Hub, with how to fetch it."""
-    for need in hub_needs(config, translating, scoring):
+    run (translate jobs of the models in `translating`; score jobs, whose metrics need
+    `metric_needs`) would load and that is neither cached nor to be had from the Hub, with how
+    to fetch it."""
+    for need in hub_needs(config, metric_needs, translating):
         check_reachable(need, hint or f"{fetch_hint()}. No job was started.")

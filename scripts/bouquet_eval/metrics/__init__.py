@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.config import ConfigError, import_object
@@ -23,9 +22,9 @@ from bouquet_eval.core.config import ConfigError, import_object
 class Metric(Protocol):
     """A sentence-level metric.
 
-    Two optional attributes tell how its columns read: `lower_is_better` (the columns where a
-    lower score is better, such as MetricX's error score) and `label_columns` (columns that
-    hold labels rather than scores, such as GlotLID's predicted language).
+    How its columns read, the job it runs in and the rest are the facts of its record
+    (`bouquet_eval.metrics.records`); a metric of one's own may declare them as attributes of
+    the same names (`lower_is_better`, `label_columns`, `environment`, `gpus`, `cpus`, ...).
     """
 
     name: str
@@ -79,16 +78,11 @@ def is_statistics_column(name: str) -> bool:
     return name.startswith(STATISTICS_PREFIX)
 
 
-METRICS = {
-    "chrf": "bouquet_eval.metrics.chrf:ChrF",
-    "metricx": "bouquet_eval.metrics.metricx:MetricX",
-    "glotlid": "bouquet_eval.metrics.glotlid:GlotLID",
-    "bleu": "bouquet_eval.metrics.bleu:BLEU",
-    "ter": "bouquet_eval.metrics.ter:TER",
-}
+def builtin_factory(name: str) -> str:
+    """ "package.module:Name" of a built-in metric, or `name` itself for a metric of one's own."""
+    from bouquet_eval.metrics.records import RECORDS
 
-COMPOSITE = "glotlid_x_metricx"
-"""glotlid_score * (1 - sqrt(metricx / 25)): in [0, 1], 1 for the right language and no error."""
+    return RECORDS[name].factory if name in RECORDS else name
 
 
 REQUIRED_MEMBERS = (
@@ -102,7 +96,7 @@ one fails while the run is planned, not after translating."""
 
 def load_metric(name: str, settings: dict[str, Any] | None = None) -> Metric:
     """A built-in metric by name, or a metric of one's own as "package.module:Name"."""
-    metric = import_object(METRICS.get(name, name))(**(settings or {}))
+    metric = import_object(builtin_factory(name))(**(settings or {}))
     missing = [member for member in REQUIRED_MEMBERS if not hasattr(metric, member)]
     if missing:
         raise ConfigError(
@@ -124,13 +118,18 @@ def corpus_metrics(metrics: Sequence[Metric]) -> list[CorpusMetric]:
 
 
 def metric_columns(metrics: Sequence[Metric]) -> list[str]:
+    """The metrics' per-sentence columns, then those of the composites they make up."""
+    from bouquet_eval.metrics.records import COMPOSITES
+
     columns = [column for metric in metrics for column in metric.columns]
-    if {"metricx", "glotlid_score"} <= set(columns):
-        columns.append(COMPOSITE)
-    return columns
+    names = [metric.name for metric in metrics]
+    return columns + [c.column for c in COMPOSITES.values() if c.applies(names)]
 
 
-def add_composite(scored: pd.DataFrame) -> None:
-    """Add the composite column in place when both of its metrics are there."""
-    if {"metricx", "glotlid_score"} <= set(scored.columns):
-        scored[COMPOSITE] = scored["glotlid_score"] * (1 - np.sqrt(scored["metricx"] / 25))
+def add_composites(scored: pd.DataFrame, metrics: Sequence[str]) -> None:
+    """Add, in place, the column of every composite whose metrics are all in `metrics`."""
+    from bouquet_eval.metrics.records import COMPOSITES
+
+    for composite in COMPOSITES.values():
+        if composite.applies(metrics):
+            scored[composite.column] = composite.combine(scored)

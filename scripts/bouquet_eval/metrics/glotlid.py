@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.languages import LanguageCode
+from bouquet_eval.metrics.records import hub_file
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,6 @@ EOS = "</s>"
 _FASTTEXT_SEPARATORS = re.compile("[ \t\n\r\v\f\0]+")
 # fastText's predict reports exp(log(p + 1e-5)) for a probability p.
 _PREDICT_OFFSET = 1e-5
-_HUB_FILE = re.compile(r"(?P<repo_id>[\w.-]+/[\w.-]+)/(?P<filename>[\w.-]+(?:/[\w.-]+)*)")
 
 
 def glotlid_label(code: str) -> str:
@@ -100,7 +100,6 @@ def glotlid_label(code: str) -> str:
 class GlotLID:
     name = "glotlid"
     columns = ("glotlid_pred", "glotlid_score")
-    label_columns = ("glotlid_pred",)
 
     def __init__(self, model: str = DEFAULT_MODEL, revision: str | None = None) -> None:
         """`model`: a local fastText .bin, or `<owner>/<repo>/<filename>` on the Hugging Face hub.
@@ -110,7 +109,9 @@ class GlotLID:
         """
         self.model = model
         self.revision = revision
-        self._hub_file = None if Path(model).expanduser().is_file() else _parse_hub_file(model)
+        self._hub_file = (
+            None if Path(model).expanduser().is_file() else hub_file(model, "GlotLID model")
+        )
         if self._hub_file is None and revision is not None:
             raise ValueError(
                 f"GlotLID model '{model}' is a local file: revision '{revision}' applies only "
@@ -174,16 +175,6 @@ class GlotLID:
                 self.model,
                 ", ".join(f"{code} ({label_of[code]})" for code in new),
             )
-
-
-def _parse_hub_file(spec: str) -> tuple[str, str]:
-    match = _HUB_FILE.fullmatch(spec)
-    if match is None:
-        raise ValueError(
-            f"GlotLID model '{spec}' is neither an existing file nor a Hugging Face hub file "
-            "of the form '<owner>/<repo>/<filename>'"
-        )
-    return match["repo_id"], match["filename"]
 
 
 @cache

@@ -79,7 +79,6 @@ def token_budget_batches(lengths: Sequence[int], budget: int) -> list[list[int]]
 class MetricX:
     name = "metricx"
     columns = ("metricx",)
-    lower_is_better = ("metricx",)
 
     def __init__(
         self,

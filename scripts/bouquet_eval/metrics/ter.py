@@ -15,8 +15,6 @@ class TER(SacreBLEUMetric):
     """Column `ter`: edits per reference word, x 100; lower is better, and it can exceed 100.
     Its 2 statistics are the number of edits and the reference length in words."""
 
-    lower_is_better = ("ter",)
-
     def __init__(self) -> None:
         super().__init__(
             "ter",

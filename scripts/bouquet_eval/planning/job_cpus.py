@@ -2,9 +2,9 @@
 own `resources`) does not say: what the job's work keeps busy, so that a local `--cores N` run
 overlaps the jobs that need little, and a cluster gives each job what it uses.
 
-Translate jobs follow their translator (`Backend.cpus`), score jobs their metrics: the
-sacreBLEU metrics and GlotLID score on one thread; MetricX computes on the CPU when its device
-is `cpu`, and otherwise tokenizes and batches for the GPU.
+Translate jobs follow their translator (`Backend.cpus`), score jobs the metrics they compute
+(`MetricRecord.job_cpus`: the sacreBLEU metrics and GlotLID score on one thread; MetricX
+computes on the CPU when its device is `cpu`, and otherwise tokenizes and batches for the GPU).
 """
 
 from __future__ import annotations
@@ -12,29 +12,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.translators.backends import model_cpus
 
-METRIC_CPUS = {"chrf": 1, "bleu": 1, "ter": 1, "glotlid": 1}
-METRICX_CPUS = {"cpu": 4, "gpu": 2}
-CUSTOM_METRIC_CPUS = 2
-"""A metric of one's own: as many as score jobs asked for before they followed the metrics."""
 AGGREGATE_CPUS = 1
 
 
-def score_cpus(config: Mapping[str, Any]) -> int:
-    def cpus(metric: str) -> int:
-        if metric == "metricx":
-            return METRICX_CPUS["cpu" if config["metricx"]["device"] == "cpu" else "gpu"]
-        return METRIC_CPUS.get(metric, CUSTOM_METRIC_CPUS)
+def score_cpus(config: Mapping[str, Any], family: str | None = None) -> int:
+    """CPUs of the score jobs of one family of metrics (`MetricSet.families`); of a job that
+    computes every metric when `family` is None (verification)."""
+    metrics = MetricSet.of(config["metrics"], config)
+    families = [family] if family is not None else list(metrics.families())
+    return max(metrics.family_cpus(name) for name in families)
 
-    return max(cpus(metric) for metric in config["metrics"])
 
-
-def default_cpus(stage: str, config: Mapping[str, Any], model: Mapping[str, Any] | None) -> int:
-    """CPUs of a job of `stage` (translate, score, aggregate); `model` for translate jobs."""
+def default_cpus(
+    stage: str,
+    config: Mapping[str, Any],
+    model: Mapping[str, Any] | None,
+    family: str | None = None,
+) -> int:
+    """CPUs of a job of `stage` (translate, score, aggregate); `model` for translate jobs, the
+    metrics' `family` for score jobs."""
     if stage == "translate":
         assert model is not None, "a translate job belongs to a model"
         return model_cpus(model)
     if stage == "score":
-        return score_cpus(config)
+        return score_cpus(config, family)
     return AGGREGATE_CPUS

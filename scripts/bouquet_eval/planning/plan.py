@@ -27,6 +27,7 @@ from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset,
 from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
+    metric_scores_output,
     score_settings,
     scored_output,
     translation_output,
@@ -158,6 +159,19 @@ class Plan:
             if model.folder == folder:
                 return self.dataset_of(model), None
         return self.dataset, self.limit
+
+    def metric_scores_outputs(
+        self, model: ModelPlan, metrics: Sequence[str], directions: Sequence[Direction]
+    ) -> list[ResumableOutput]:
+        """What the score job of a family of `metrics` writes for `directions`."""
+        dataset = self.dataset_of(model)
+        return [
+            metric_scores_output(
+                model.folder, metric, direction, self.config, dataset.file(direction)
+            )
+            for metric in metrics
+            for direction in directions
+        ]
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)

@@ -93,13 +93,21 @@ def _message(error: jsonschema.ValidationError) -> str:
 def load_schema(schema_path: str | Path) -> dict[str, Any]:
     """The configuration schema: the file, completed with what other modules define.
 
-    A model entry's schema comes from the translator registry and the language-code patterns
-    from the module that parses codes, so that neither can drift from the code that uses them.
+    A model entry's schema comes from the translator registry, the built-in metrics' names and
+    the settings sections the file leaves out from the metric records, and the language-code
+    patterns from the module that parses codes, so that none can drift from the code that uses
+    them.
     """
     from bouquet_eval.core.languages import DIRECTION_PATTERN, LANGUAGE_PATTERN
+    from bouquet_eval.metrics.records import RECORDS
     from bouquet_eval.translators.backends import model_entry_schema
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    properties = schema["properties"]
+    properties["metrics"]["items"]["anyOf"][0]["enum"] = list(RECORDS)
+    for name, record in RECORDS.items():
+        if record.settings is not None:
+            properties.setdefault(name, record.settings_schema())
     definitions = schema["$defs"]
     definitions["model"] = model_entry_schema()
     definitions["language"]["pattern"] = f"^{LANGUAGE_PATTERN}$"

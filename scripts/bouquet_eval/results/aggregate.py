@@ -43,6 +43,7 @@ from bouquet_eval.metrics import (
     is_statistics_column,
     metric_columns,
 )
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.planning.cost import COST
 from bouquet_eval.results.resampled import ResampledScores, sentences_digest
 from bouquet_eval.translation.translate import TIMING_DIR
@@ -50,6 +51,10 @@ from bouquet_eval.translation.translate import TIMING_DIR
 log = logging.getLogger(__name__)
 
 GROUP_COLUMNS = ["src_lang", "tgt_lang"]
+UNSEEN = "unseen_by"
+"""scores.csv's column naming, per direction, the learned metrics whose model was not trained
+on its target language (nor, for a reference-free one, its source language), comma-separated;
+empty where every model saw them. Present when the run has a learned metric."""
 ENGLISH = "eng_Latn"
 ROW_GROUP_ROWS = 1 << 17
 """Rows per row group of scored_rows.parquet (a direction is about 850)."""
@@ -219,7 +224,7 @@ def summary(table: DirectionTable) -> pd.DataFrame:
     averaged = [
         c
         for c in scores.columns
-        if c not in (*GROUP_COLUMNS, "n_sentences", COST)
+        if c not in (*GROUP_COLUMNS, "n_sentences", COST, UNSEEN)
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
     into_english = scores["tgt_lang"] == ENGLISH
@@ -295,10 +300,22 @@ def write_aggregates(
     if timing is not None and COST in timing:
         costs = timing[[*GROUP_COLUMNS, COST]]
         table = replace(table, scores=table.scores.merge(costs, on=list(GROUP_COLUMNS), how="left"))
+    table = replace(table, scores=with_unseen(table.scores, MetricSet.of_loaded(metrics)))
     write_csv(outputs["scores"], table.scores)
     write_csv(outputs["summary"], summary(table))
     table.resampled.write(outputs["resampled"])
     return table.scores
+
+
+def with_unseen(scores: pd.DataFrame, metrics: MetricSet) -> pd.DataFrame:
+    """`scores` with the UNSEEN column, when any of `metrics` is learned."""
+    if not metrics.learned():
+        return scores
+    unseen = [
+        ",".join(metrics.uncovered(str(src), str(tgt)))
+        for src, tgt in zip(scores["src_lang"], scores["tgt_lang"], strict=True)
+    ]
+    return scores.assign(**{UNSEEN: unseen})
 
 
 def scored_rows_schema(schemas: Sequence[pa.Schema]) -> pa.Schema:
@@ -364,14 +381,16 @@ def recorded_signatures(scored_paths: Sequence[Path]) -> dict[str, str]:
 
 def recorded_environments(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """The distinct environments (versions, GPUs, model commits) that produced `paths`, as
-    their jobs recorded them; the metric signatures, reported apart, are left out."""
+    their jobs recorded them; the metric signatures, reported apart, are left out. A scored
+    file names those of the jobs that scored its metrics (`scored_by`)."""
     distinct: dict[str, dict[str, Any]] = {}
     for path in paths:
         record = ResumableOutput(path, {}).record() or {}
-        environment = dict(record.get("environment") or {})
-        environment.pop("metrics", None)
-        if environment:
-            distinct.setdefault(json.dumps(environment, sort_keys=True), environment)
+        recorded = dict(record.get("environment") or {})
+        for environment in recorded.pop("scored_by", [recorded]):
+            environment = {k: v for k, v in environment.items() if k != "metrics"}
+            if environment:
+                distinct.setdefault(json.dumps(environment, sort_keys=True), environment)
     return list(distinct.values())
 
 

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bouquet_eval.core.languages import split_direction
+from bouquet_eval.metrics.records import builtin_lower_is_better
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
 from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import asset, describe_language
@@ -198,16 +199,6 @@ class Run:
             return None
         facets = pd.read_parquet(path, columns=["uniq_id", *present])
         return facets.astype({"uniq_id": str})
-
-
-def builtin_lower_is_better() -> set[str]:
-    """The score columns of the built-in metrics where lower is better (MetricX, TER)."""
-    from bouquet_eval.core.config import import_object
-    from bouquet_eval.metrics import METRICS
-
-    return {
-        c for path in METRICS.values() for c in getattr(import_object(path), "lower_is_better", ())
-    }
 
 
 def _suffixed(model: Model) -> dict[str, str]:

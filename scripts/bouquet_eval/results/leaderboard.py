@@ -21,26 +21,35 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
-from bouquet_eval.core.stats import Resampling, paired_bootstrap_p, paired_samples_of, pool
-from bouquet_eval.metrics import COMPOSITE, Metric, metric_columns
-from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS, direction_table, write_csv
+from bouquet_eval.core.stats import (
+    Resampling,
+    paired_bootstrap_p,
+    paired_samples_of,
+    pool,
+)
+from bouquet_eval.metrics import Metric
+from bouquet_eval.metrics.records import PRIMARY_PREFERENCE, MetricSet
+from bouquet_eval.results.aggregate import (
+    ENGLISH,
+    GROUP_COLUMNS,
+    UNSEEN,
+    direction_table,
+    write_csv,
+)
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
-# The primary metric is the first of these that was computed (else the first metric).
-PRIMARY_PREFERENCE = (COMPOSITE, "metricx", "chrfpp")
 SIGNIFICANCE_LEVEL = 0.05
 ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
 
 
 def score_columns(metrics: Sequence[Metric]) -> list[str]:
     """The metrics' per-sentence columns that hold scores (labels left out), composite too."""
-    labels = {c for m in metrics for c in getattr(m, "label_columns", ())}
-    return [column for column in metric_columns(metrics) if column not in labels]
+    return MetricSet.of_loaded(metrics).score_columns()
 
 
 def lower_is_better_columns(metrics: Sequence[Metric]) -> frozenset[str]:
-    return frozenset(c for metric in metrics for c in getattr(metric, "lower_is_better", ()))
+    return MetricSet.of_loaded(metrics).lower_is_better()
 
 
 def primary_metric(columns: Sequence[str]) -> str:
@@ -177,7 +186,36 @@ def _model_record(
         record[f"{column}_ci_high"] = high
     for group, selected in english_groups(scores).items():
         record[f"{primary}_{group}"] = scores.loc[selected, primary].mean()
+    record.update(unseen_counts(scores))
     return record
+
+
+UNSEEN_SUFFIX = "_unseen_directions"
+
+
+def unseen_counts(scores: pd.DataFrame) -> dict[str, int]:
+    """Per learned metric, how many of the directions its macro means rest on are in a
+    language its model was not trained on (scores.csv's UNSEEN column)."""
+    if UNSEEN not in scores:
+        return {}
+    named = [str(value).split(",") for value in scores[UNSEEN].fillna("") if str(value)]
+    counts = Counter(metric for names in named for metric in names)
+    return {f"{metric}{UNSEEN_SUFFIX}": count for metric, count in sorted(counts.items())}
+
+
+def unseen_notes(board: pd.DataFrame) -> list[str]:
+    """One sentence per model and learned metric with directions its model never saw."""
+    notes = []
+    for record in board.to_dict(orient="records"):
+        for column in board.columns:
+            count = record[column]
+            if column.endswith(UNSEEN_SUFFIX) and not pd.isna(count) and count:
+                metric = column.removesuffix(UNSEEN_SUFFIX)
+                notes.append(
+                    f"{record['model']}: {int(count)} of the {record['n_directions']} directions "
+                    f"of its {metric} means are in a language {metric}'s model was not trained on"
+                )
+    return notes
 
 
 def english_groups(scores: pd.DataFrame) -> dict[str, pd.Series]:
@@ -346,6 +384,7 @@ def _footnotes(board: pd.DataFrame, primary: str, lower: set[str]) -> list[str]:
     for record in board.to_dict(orient="records"):
         if not record["comparable"]:
             notes.append(f"\\* {record['model']}: {record['note']}.")
+    notes += [f"{note}." for note in unseen_notes(board)]
     return [f"{note}  " for note in notes]
 
 

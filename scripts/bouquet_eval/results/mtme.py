@@ -22,7 +22,8 @@ import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
 from bouquet_eval.data.dataset import DatasetSource, Direction
-from bouquet_eval.metrics import COMPOSITE, Metric
+from bouquet_eval.metrics import Metric
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -45,14 +46,7 @@ def unescape(line: str) -> str:
 
 def reference_free_columns(metrics: Sequence[Metric]) -> set[str]:
     """Score columns computed without the reference: GlotLID, MetricX in QE mode, ..."""
-    free = {"glotlid_score"}
-    for metric in metrics:
-        free |= set(getattr(metric, "reference_free_columns", ()))
-        if getattr(metric, "qe", False):
-            free |= set(metric.columns)
-    if "metricx" in free:
-        free.add(COMPOSITE)
-    return free
+    return MetricSet.of_loaded(metrics).reference_free_columns()
 
 
 def metric_name(column: str, reference_free: set[str]) -> str:

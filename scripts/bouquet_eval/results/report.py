@@ -21,7 +21,7 @@ import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
-from bouquet_eval.metrics import COMPOSITE
+from bouquet_eval.metrics.records import builtin_ranges
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 from bouquet_eval.results.compare import POOLED, compare_models
 from bouquet_eval.results.leaderboard import (
@@ -32,6 +32,7 @@ from bouquet_eval.results.leaderboard import (
     display_scales,
     format_score,
     metric_columns_of,
+    unseen_notes,
 )
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 from bouquet_eval.results.views import (
@@ -50,15 +51,6 @@ ANNOTATED_LANGUAGES = 24
 # The heatmap shows at most this many languages (the most paired with each other).
 HEATMAP_LANGUAGES = 40
 INCH_PER_LANGUAGE = {True: 0.5, False: 0.16}
-# The colour scale of a metric with a fixed range covers that range, so that heatmaps of
-# different models can be compared by eye.
-SCALE_RANGES = {
-    "chrfpp": (0, 100),
-    "bleu": (0, 100),
-    "metricx": (0, 25),
-    "glotlid_score": (0, 1),
-    COMPOSITE: (0, 1),
-}
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -141,7 +133,9 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     axes = figure.add_subplot()
     # One colour scale for "better" whatever the metric's direction: bright is good.
     colours = "viridis_r" if column in lower else "viridis"
-    low, high = SCALE_RANGES.get(column, (None, None))
+    # A metric with a fixed range has it as its colour scale, so that heatmaps of different
+    # models can be compared by eye.
+    low, high = builtin_ranges().get(column, (None, None))
     # One vector square per evaluated direction (an image would blur when zoomed into).
     from matplotlib.collections import PolyCollection
 
@@ -459,6 +453,7 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     notes += [
         f"Agreement with people: {html.escape(note)}." for note in board.attrs.get("agreement", ())
     ]
+    notes += [f"{html.escape(note)}." for note in unseen_notes(board)]
     body = (
         f'<div class="wide"><table id="leaderboard"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>\n"

@@ -25,29 +25,24 @@ from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.data.received import CLAIM, claimed_directions
 from bouquet_eval.data.translations import read_translations
-from bouquet_eval.metrics import COMPOSITE, Metric, corpus_metrics, metric_columns
+from bouquet_eval.metrics import Metric, corpus_metrics, metric_columns
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_scores
 from bouquet_eval.scoring.score import score_rows
 
 log = logging.getLogger(__name__)
 
-# Largest absolute difference between a claimed and a recomputed value that still agrees.
-# chrF++ and BLEU are deterministic: only the last digits of a floating-point sum may differ.
-# MetricX runs in bfloat16 on a GPU and float32 on a CPU (about 0.001 apart per segment,
-# google-research/metricx); GlotLID's probabilities move with the fastText build.
-TOLERANCES = {
-    "n_sentences": 0.0,
-    "chrfpp": 1e-9,
-    "chrfpp_corpus": 1e-9,
-    "bleu": 1e-9,
-    "bleu_corpus": 1e-9,
-    "ter": 1e-9,
-    "ter_corpus": 1e-9,
-    "metricx": 0.01,
-    "glotlid_score": 1e-4,
-    COMPOSITE: 1e-3,
-}
+# Largest absolute difference between a claimed and a recomputed value that still agrees:
+# each metric's record says its own (bouquet_eval.metrics.records); a column none names gets
+# DEFAULT_TOLERANCE.
 DEFAULT_TOLERANCE = 1e-6
+
+
+def tolerances(metrics: Sequence[Metric]) -> dict[str, float]:
+    """Per scores.csv column, the tolerances of the metrics' records; sentence counts exact."""
+    return {"n_sentences": 0.0, **MetricSet.of_loaded(metrics).tolerances()}
+
+
 OK, DIFFERS, NOT_RECOMPUTED, NOT_CLAIMED = "ok", "differs", "not recomputed", "not claimed"
 FAILED = (DIFFERS, NOT_CLAIMED)
 VERIFICATION_COLUMNS = [

@@ -1,24 +1,44 @@
-"""Scoring translations: every requested metric per sentence, resumable per direction."""
+"""Scoring translations: every requested metric per sentence, resumable per direction.
+
+Each family of metrics (`MetricSet.families`: one per environment, with a GPU or without)
+scores in jobs of its own, which write each metric's columns apart (`score_metrics`); a
+direction's scored file gathers them beside the translations (`gather_scores`). Adding a
+metric to a finished run scores only that metric; removing one rescores nothing.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import pickle
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from bouquet_eval.core.environment import job_environment
 from bouquet_eval.core.freshness import ResumableOutput, remove_stray_temporaries
 from bouquet_eval.core.io import write_table
 from bouquet_eval.data.dataset import DatasetSource, Direction
-from bouquet_eval.data.outputs import scored_output, translation_path
+from bouquet_eval.data.outputs import (
+    metric_scores_output,
+    metric_scores_path,
+    score_settings,
+    scored_output,
+    translation_path,
+)
 from bouquet_eval.data.translations import read_translations
-from bouquet_eval.metrics import Metric, add_composite, is_statistics_column
+from bouquet_eval.metrics import Metric, add_composites, is_statistics_column, load_metrics
+from bouquet_eval.metrics.records import MetricSet
 
 log = logging.getLogger(__name__)
 
@@ -32,44 +52,196 @@ def score_directions(
     limit: int | None = None,
     environment: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not current.
+    """Score every metric in this process, then gather them into each direction's scored file:
+    what the workflow's score jobs do between them, for a script of one's own.
 
-    `settings` (see `outputs.score_settings`; by default the metrics' names) decide the scores
-    with the translations and the dataset; the metrics' signatures, which add the versions and
-    devices of this job, are recorded too, and a direction scored under other signatures is
-    scored again. Translations
-    are checked line by line against the dataset before they are scored. A metric loads its
-    model on its first use, so a job with nothing to do loads nothing.
+    `settings` (see `outputs.score_settings`; by default the metrics' names, without settings)
+    decide the scores with the translations and the dataset.
     """
-    signatures = {metric.name: metric.signature() for metric in metrics}
-    settings = {"metrics": list(signatures)} if settings is None else settings
-    recorded_environment = {**(environment or {}), "metrics": signatures}
+    by_name = {metric.name: metric for metric in metrics}
+    if settings is None:
+        settings = score_settings(list(by_name), {})
+    score_metrics(directions, model_dir, by_name, dataset, settings["settings"], limit, environment)
+    gather_scores(directions, model_dir, dataset, settings, limit)
+
+
+def score_metrics(
+    directions: Sequence[Direction],
+    model_dir: Path,
+    metrics: Mapping[str, Metric],
+    dataset: DatasetSource,
+    config: Mapping[str, Any],
+    limit: int | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> None:
+    """Write each metric's columns of every direction where they are not current
+    (`outputs.metric_scores_path`), the metrics being named as `metrics` lists them.
+
+    A metric's configuration section decides its scores with the translations and the
+    dataset; its signature, which adds the versions and devices of this job, is recorded too,
+    and scores recorded under another signature are computed again. Translations are checked
+    line by line against the dataset before they are scored. A metric loads its model on its
+    first use, so a job with nothing to do loads nothing.
+    """
+    signatures = {name: metric.signature() for name, metric in metrics.items()}
     outputs = {
-        direction: replace(
-            scored_output(model_dir, direction, settings, dataset.file(direction)),
-            cache_variant=signatures,
+        direction: {
+            name: replace(
+                metric_scores_output(model_dir, name, direction, config, dataset.file(direction)),
+                cache_variant=signatures[name],
+            )
+            for name in metrics
+        }
+        for direction in directions
+    }
+    remove_stray_temporaries([o for by_metric in outputs.values() for o in by_metric.values()])
+    total = len(directions)
+    for position, (direction, by_metric) in enumerate(outputs.items(), start=1):
+        progress = f"[{position}/{total}] {direction}"
+        stale = {}
+        for name, output in by_metric.items():
+            recorded = {**(environment or {}), "metrics": {name: signatures[name]}}
+            if output.is_current() and _scored_with(output, recorded["metrics"]):
+                continue
+            if output.restore_from_cache(recorded):
+                log.info("%s: %s restored from %s", progress, name, output.cached)
+                continue
+            stale[name] = (output, recorded)
+        if not stale:
+            log.info("%s: up to date", progress)
+            continue
+        started = time.monotonic()
+        translations = read_translations(
+            translation_path(model_dir, direction), direction, dataset.load(direction, limit)
         )
+        for name, (output, recorded) in stale.items():
+            table = metric_table(metrics[name].score(translations), len(translations), name)
+            output.publish(partial(write_table, table=table), recorded)
+        log.info(
+            "%s: %s on %d sentences in %.2f s",
+            progress,
+            ", ".join(stale),
+            len(translations),
+            time.monotonic() - started,
+        )
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """What a family of metrics' score job does, in a form another Python can be handed."""
+
+    directions: list[Direction]
+    model_dir: Path
+    metrics: list[str]
+    config: dict[str, Any]
+    dataset: DatasetSource
+    limit: int | None
+    uses_gpu: bool
+
+    def run(self) -> None:
+        """Score, recording what this process runs with (versions, GPUs, model commits)."""
+        metrics = load_metrics(self.metrics, self.config)
+        score_metrics(
+            self.directions,
+            self.model_dir,
+            dict(zip(self.metrics, metrics, strict=True)),
+            self.dataset,
+            self.config,
+            self.limit,
+            {
+                **job_environment(uses_gpu=self.uses_gpu),
+                "models": MetricSet.of(self.metrics, self.config, metrics).provenance(),
+            },
+        )
+
+    def run_in(self, python: str, log_path: Path) -> None:
+        """Run in another environment's Python (`environments` of the configuration): the job
+        is handed over in a file, and what it logs goes to `log_path` and stderr as it comes."""
+        with tempfile.TemporaryDirectory() as folder:
+            handed = Path(folder) / "job.pickle"
+            handed.write_bytes(pickle.dumps(self))
+            log.info("scoring %s in %s", ", ".join(self.metrics), python)
+            command = [python, "-m", __name__, str(handed)]
+            with (
+                subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child,
+                log_path.open("a", encoding="utf-8") as log_file,
+            ):
+                assert child.stderr is not None
+                for line in child.stderr:
+                    log_file.write(line)
+                    log_file.flush()
+                    sys.stderr.write(line)
+            if child.returncode:
+                raise RuntimeError(
+                    f"scoring {', '.join(self.metrics)} in {python} failed (exit status "
+                    f"{child.returncode}): see above"
+                )
+
+
+def metric_table(columns: Mapping[str, Sequence[Any]], rows: int, metric: str) -> pa.Table:
+    """A metric's columns as they are stored: the values it returned, as they were (NaN too)."""
+    for column, values in columns.items():
+        if len(values) != rows:
+            raise ValueError(
+                f"metric {metric}: {len(values)} values in column {column} for {rows} sentences"
+            )
+    return pa.table({column: pa.array(list(values)) for column, values in columns.items()})
+
+
+def gather_scores(
+    directions: Sequence[Direction],
+    model_dir: Path,
+    dataset: DatasetSource,
+    settings: Mapping[str, Any],
+    limit: int | None = None,
+) -> None:
+    """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not current: the
+    translations with the columns of every metric that `settings` (`outputs.score_settings`)
+    lists, as the metrics' score jobs wrote them, and the composites they make up."""
+    metrics = list(settings["metrics"])
+    outputs = {
+        direction: scored_output(model_dir, direction, settings, dataset.file(direction))
         for direction in directions
     }
     remove_stray_temporaries(outputs.values())
     total = len(directions)
     for position, (direction, output) in enumerate(outputs.items(), start=1):
         progress = f"[{position}/{total}] {direction}"
-        if output.is_current() and _scored_with(output, signatures):
+        if output.is_current():
             log.info("%s: up to date", progress)
             continue
-        if output.restore_from_cache(recorded_environment):
+        paths = [metric_scores_path(model_dir, metric, direction) for metric in metrics]
+        environment = gathered_environment(paths)
+        if output.restore_from_cache(environment):
             log.info("%s: restored from %s", progress, output.cached)
             continue
-        started = time.monotonic()
         translations = read_translations(
             translation_path(model_dir, direction), direction, dataset.load(direction, limit)
         )
-        scored = scored_table(translations, metrics)
-        output.publish(partial(write_table, table=scored), recorded_environment)
-        log.info(
-            "%s: %d sentences scored in %.2f s", progress, len(scored), time.monotonic() - started
-        )
+        columns: dict[str, list[Any]] = {}
+        for path in paths:
+            part = pq.read_table(path)
+            if part.num_rows != len(translations):
+                raise ValueError(
+                    f"{path} has {part.num_rows} rows for {len(translations)} translations: "
+                    "delete it to score its metric again"
+                )
+            columns.update({name: part.column(name).to_pylist() for name in part.column_names})
+        scored = _table(*_split_scores(translations, columns, metrics))
+        output.publish(partial(write_table, table=scored), environment)
+        log.info("%s: %d sentences gathered", progress, len(translations))
+
+
+def gathered_environment(paths: Sequence[Path]) -> dict[str, Any]:
+    """What a scored file records of the jobs that scored its metrics: every signature, and the
+    distinct environments (versions, GPUs, model commits) of those jobs."""
+    signatures: dict[str, str] = {}
+    environments: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        environment = dict((ResumableOutput(path, {}).record() or {}).get("environment") or {})
+        signatures.update(environment.pop("metrics", {}))
+        environments.setdefault(json.dumps(environment, sort_keys=True), environment)
+    return {"metrics": signatures, "scored_by": list(environments.values())}
 
 
 def _scored_with(output: ResumableOutput, signatures: Mapping[str, str]) -> bool:
@@ -89,7 +261,10 @@ def scored_table(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pa.Table:
     The statistics (24 columns for chrF++ alone) go straight into arrow arrays: through pandas
     they cost a few times more than the rest of the file.
     """
-    scored, statistics = _with_scores(rows, metrics)
+    return _table(*_with_scores(rows, metrics))
+
+
+def _table(scored: pd.DataFrame, statistics: Mapping[str, list[Any]]) -> pa.Table:
     table = pa.Table.from_pandas(scored, preserve_index=False)
     for name, values in statistics.items():
         table = table.append_column(name, pa.array(values, from_pandas=True))
@@ -99,12 +274,35 @@ def scored_table(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pa.Table:
 def _with_scores(
     rows: pd.DataFrame, metrics: Sequence[Metric]
 ) -> tuple[pd.DataFrame, dict[str, list[Any]]]:
-    """`rows` with every metric's score columns and the composite; apart, the statistics."""
+    """`rows` with every metric's score columns and the composites; apart, the statistics."""
     added = {
         column: list(values) for metric in metrics for column, values in metric.score(rows).items()
     }
+    return _split_scores(rows, added, [metric.name for metric in metrics])
+
+
+def _split_scores(
+    rows: pd.DataFrame, added: Mapping[str, list[Any]], metrics: Sequence[str]
+) -> tuple[pd.DataFrame, dict[str, list[Any]]]:
+    """`rows` with the score columns of `added` and the composites of `metrics`; apart, the
+    statistics columns of `added`."""
     scores = {name: values for name, values in added.items() if not is_statistics_column(name)}
     statistics = {name: values for name, values in added.items() if is_statistics_column(name)}
     scored = rows.assign(**scores)
-    add_composite(scored)
+    add_composites(scored, metrics)
     return scored, statistics
+
+
+def main(handed: str) -> None:
+    """Run the ScoreJob pickled in `handed`, logging to stderr (`ScoreJob.run_in`)."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    job = pickle.loads(Path(handed).read_bytes())
+    job.run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,285 @@
+"""The COMET family through unbabel-comet: COMET-22, CometKiwi and xCOMET sentence scores.
+
+Each metric loads one checkpoint with unbabel-comet's own `load_from_checkpoint` (once per
+job, on its first `score` call) and scores with the model's own `predict`, which batches
+sentences by length and returns them in the rows' order; so its scores are those of
+unbabel-comet's `comet-score` at the same precision. xCOMET also gives each sentence's error
+spans (text, start and end characters in the translation, severity, confidence).
+
+`model` is a Hub repository id (read from the local cache only: `prefetch` fills it) or a
+local folder laid out like one: `checkpoints/model.ckpt` and `hparams.yaml`. The checkpoint
+holds all the weights; its encoder (`pretrained_model` in hparams.yaml, e.g.
+xlm-roberta-large) lends only its tokenizer and config, which `prefetch` fetches alone.
+
+unbabel-comet needs transformers 4 and numpy 1, which the rest of the project's pins exclude:
+it runs in an environment of its own (envs/comet-requirements.txt, docs/metrics-comet.md).
+torch and comet are imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bouquet_eval.core.devices import resolve_device
+from bouquet_eval.core.environment import cached_commit
+from bouquet_eval.data.hub import HubFiles, snapshot
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("float32", "bfloat16", "float16")
+CHECKPOINT = "checkpoints/model.ckpt"
+HPARAMS = "hparams.yaml"
+CHECKPOINT_FILES = (HPARAMS, CHECKPOINT)
+# unbabel-comet's `comet-score` default.
+DEFAULT_BATCH_SIZE = 16
+# Lightning announces its devices and advertises its services on every `predict`.
+QUIET_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "comet")
+
+
+def is_local_checkpoint(model: str) -> bool:
+    return Path(model).expanduser().exists()
+
+
+def checkpoint_folder(model: str) -> Path:
+    """The folder holding `checkpoints/model.ckpt` and `hparams.yaml`: `model` itself when it
+    is a local folder, else its snapshot in the Hugging Face cache (never the network)."""
+    if is_local_checkpoint(model):
+        folder = Path(model).expanduser()
+    else:
+        folder = snapshot(
+            model,
+            "model",
+            "main",
+            CHECKPOINT_FILES,
+            fetch=False,
+            what=f"COMET checkpoint {model}",
+            otherwise="run `snakemake prefetch` where the Hub can be reached",
+        )
+    missing = [name for name in CHECKPOINT_FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"COMET checkpoint {model}: {folder} lacks {', '.join(missing)} (a COMET model "
+            f"folder holds {CHECKPOINT} and {HPARAMS}, as its Hub repository does)"
+        )
+    return folder
+
+
+def encoder_name(hparams: Path) -> str:
+    """The encoder a checkpoint's hparams.yaml names (`pretrained_model`)."""
+    import yaml
+
+    return str(yaml.safe_load(hparams.read_text(encoding="utf-8"))["pretrained_model"])
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """bfloat16 on a GPU that supports it, else float32; an explicit precision is kept."""
+    if precision != "auto":
+        return precision
+    device = resolve_device(device)
+    if not device.startswith("cuda"):
+        return "float32"
+    import torch
+
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+@dataclass(frozen=True)
+class ErrorSpan:
+    """One error xCOMET marks in a translation; `start` and `end` are character offsets."""
+
+    text: str
+    start: int
+    end: int
+    severity: str
+    confidence: float
+
+
+class CometMetric:
+    """A COMET-family metric: one column of sentence scores, higher is better."""
+
+    name = "comet"
+    columns: tuple[str, ...] = ("comet",)
+    default_model = "Unbabel/wmt22-comet-da"
+    uses_reference = True
+
+    def __init__(
+        self,
+        model: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        device: str = "auto",
+        precision: str = "auto",
+    ) -> None:
+        if precision not in ("auto", *PRECISIONS):
+            raise ValueError(
+                f"{self.name} precision must be 'auto' or one of {PRECISIONS}, not '{precision}'"
+            )
+        if batch_size < 1:
+            raise ValueError(f"{self.name} batch_size must be positive, not {batch_size}")
+        self.model_name = str(model or self.default_model)
+        self.batch_size = batch_size
+        self.device = device
+        self.precision = precision
+        self._model: Any = None
+
+    # What `prefetch` fetches, in two steps: the checkpoint's files, then its encoder's.
+    def checkpoint_needs(self) -> list[HubFiles]:
+        """The checkpoint repository's hparams.yaml and model.ckpt (nothing for a local folder)."""
+        if is_local_checkpoint(self.model_name):
+            return []
+        needed_by = f"{self.name}.model"
+        return [
+            HubFiles(self.model_name, None, needed_by, filename=name) for name in CHECKPOINT_FILES
+        ]
+
+    def encoder_need(self) -> HubFiles | None:
+        """Only the tokenizer and config of the encoder the checkpoint's hparams.yaml names
+        (its weights are in the checkpoint); None when the encoder is a local folder. Reads
+        hparams.yaml from the local folder or the cache: call it once `checkpoint_needs` are
+        fetched."""
+        encoder = encoder_name(checkpoint_folder(self.model_name) / HPARAMS)
+        if is_local_checkpoint(encoder):
+            return None
+        return HubFiles(encoder, None, f"{self.name}.model encoder", parts=("tokenizer",))
+
+    def resolved_precision(self) -> str:
+        return resolve_precision(self.precision, self.device)
+
+    def signature(self) -> str:
+        if is_local_checkpoint(self.model_name):
+            commit = "local"
+        else:
+            commit = cached_commit(self.model_name, None) or "uncached"
+        fields = {
+            "model": self.model_name,
+            "commit": commit,
+            "precision": self.resolved_precision(),
+            "comet": package_version("unbabel-comet"),
+            "transformers": package_version("transformers"),
+        }
+        return "|".join(f"{key}:{value}" for key, value in fields.items())
+
+    def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
+        if rows.empty:
+            return {column: [] for column in self.columns}
+        return self.columns_of(self.predict(rows))
+
+    def columns_of(self, prediction: Any) -> dict[str, Sequence[Any]]:
+        return {self.name: [float(score) for score in prediction.scores]}
+
+    def samples(self, rows: pd.DataFrame) -> list[dict[str, str]]:
+        columns = {"src": "src_text", "mt": "mt_text"}
+        if self.uses_reference:
+            columns["ref"] = "ref_text"
+        return [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*(rows[column].tolist() for column in columns.values()), strict=True)
+        ]
+
+    def predict(self, rows: pd.DataFrame) -> Any:
+        """unbabel-comet's Prediction for the rows, in their order."""
+        import torch
+
+        model = self.load()
+        device = resolve_device(self.device)
+        on_gpu = device.startswith("cuda")
+        index = device.partition(":")[2]
+        # unbabel-comet casts a float16 model's head inputs to float16 itself (as comet-score
+        # runs it), but not a bfloat16 one's: autocast gives every matmul bfloat16 inputs.
+        with torch.autocast(
+            "cuda" if on_gpu else "cpu",
+            dtype=torch.bfloat16,
+            enabled=self.resolved_precision() == "bfloat16",
+        ):
+            return model.predict(
+                self.samples(rows),
+                batch_size=self.batch_size,
+                gpus=1 if on_gpu else 0,
+                devices=[int(index)] if on_gpu and index else None,
+                accelerator="gpu" if on_gpu else "cpu",
+                progress_bar=False,
+                length_batching=True,
+            )
+
+    def load(self) -> Any:
+        """The model, loaded on the first call: offline, in the resolved precision."""
+        if self._model is not None:
+            return self._model
+        import comet
+        import torch
+
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        folder = checkpoint_folder(self.model_name)
+        precision = self.resolved_precision()
+        log.info("%s: loading %s (%s)", self.name, self.model_name, precision)
+        model = comet.load_from_checkpoint(str(folder / CHECKPOINT), local_files_only=True)
+        requires_reference = bool(model.requires_references())
+        if requires_reference and not self.uses_reference:
+            raise ValueError(
+                f"{self.name}: {self.model_name} needs references; it is a model for "
+                "`comet` or `xcomet`, not for this reference-free metric"
+            )
+        self._model = model.to(getattr(torch, precision)).eval()
+        return self._model
+
+
+class CometKiwi(CometMetric):
+    """CometKiwi: COMET's quality estimation, from the source and the translation alone."""
+
+    name = "cometkiwi"
+    columns = ("cometkiwi",)
+    default_model = "Unbabel/wmt22-cometkiwi-da"
+    uses_reference = False
+
+
+class XComet(CometMetric):
+    """xCOMET: a sentence score and the error spans it found, per sentence."""
+
+    name = "xcomet"
+    spans_column = "xcomet_error_spans"
+    columns: tuple[str, ...] = ("xcomet", spans_column)
+    label_columns = (spans_column,)
+    """The spans are a JSON list per sentence (`error_spans`), not a score."""
+    default_model = "Unbabel/XCOMET-XL"
+
+    def columns_of(self, prediction: Any) -> dict[str, Sequence[Any]]:
+        spans = error_spans(prediction)
+        return {
+            **super().columns_of(prediction),
+            self.spans_column: [
+                json.dumps([vars(span) for span in sentence], ensure_ascii=False)
+                for sentence in spans
+            ],
+        }
+
+
+def error_spans(prediction: Any) -> list[list[ErrorSpan]]:
+    """Each sentence's error spans, from an xCOMET Prediction's metadata."""
+    return [
+        [
+            ErrorSpan(
+                text=str(span["text"]),
+                start=int(span["start"]),
+                end=int(span["end"]),
+                severity=str(span["severity"]),
+                confidence=float(span["confidence"]),
+            )
+            for span in sentence
+        ]
+        for sentence in prediction.metadata.error_spans
+    ]

@@ -1,0 +1,33 @@
+"""Rule script: score one family of metrics on the directions of one shard (run by Snakemake)."""
+
+from pathlib import Path
+
+from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.scoring.score import ScoreJob
+
+
+def main(snakemake: SnakemakeJob) -> None:
+    with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
+        plan = snakemake.params.plan
+        folder = Path(snakemake.input.translations[0]).parent
+        dataset, limit = plan.scoring(folder)
+        job = ScoreJob(
+            list(dict.fromkeys(direction_of(path) for path in snakemake.output)),
+            folder,
+            list(snakemake.params.metrics),
+            plan.config,
+            dataset,
+            limit,
+            uses_gpu=snakemake.resources.gpu > 0,
+        )
+        # The Python of the metrics' own environment, when the configuration names one.
+        if snakemake.params.python:
+            job.run_in(snakemake.params.python, Path(snakemake.log[0]))
+        else:
+            job.run()
+
+
+if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob
+    main(globals()["snakemake"])

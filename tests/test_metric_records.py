@@ -1,0 +1,222 @@
+"""One record per metric: what follows from it, and score jobs split by what they need."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from bouquet_eval.data.dataset import Direction, dataset_source
+from bouquet_eval.data.outputs import score_settings
+from bouquet_eval.data.translations import read_translations
+from bouquet_eval.metrics import load_metric, load_metrics
+from bouquet_eval.metrics.records import RECORDS, MetricSet, metrics_table, record_of
+from bouquet_eval.metrics.training_languages import MT5_LANGUAGES, XLMR_LANGUAGES
+from bouquet_eval.results.aggregate import UNSEEN, with_unseen
+from bouquet_eval.results.leaderboard import unseen_counts, unseen_notes
+from bouquet_eval.scoring.score import gather_scores, score_metrics, scored_table
+
+from .conftest import PLUGINS, REPOSITORY, SAMPLE, Workflow
+from .synthetic import synthetic_directions, write_dataset
+from .tiny_fasttext import build_tiny_model
+from .workflow_configs import bounds_config
+
+DEFAULTS: dict[str, dict[str, Any]] = {"metricx": {"model": "google/metricx-24-hybrid-xl-v2p6",
+                        "tokenizer": "google/mt5-xl", "qe": False, "device": "auto"},
+            "glotlid": {"model": "cis-lmu/glotlid/model_v3.bin", "revision": None}}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(RECORDS))
+def test_each_record_matches_its_class(name: str) -> None:
+    """Columns and signature fields as the metric itself has them (no model is loaded)."""
+    record = RECORDS[name]
+    metric = load_metric(name, {k: v for k, v in DEFAULTS.get(name, {}).items() if k != "device"})
+    assert metric.name == name
+    assert tuple(metric.columns) == record.columns
+    fields = {
+        part.split(":", 1)[0]
+        for half in metric.signature().removeprefix("sentence ").split("; corpus ")
+        for part in half.split("|")
+    }
+    assert fields == set(record.signature_fields)
+
+
+def test_families_follow_environment_and_device() -> None:
+    config = {**DEFAULTS}
+    metrics = MetricSet.of(["chrf", "glotlid", "metricx", "bleu"], config)
+    assert metrics.families() == {
+        "workflow_cpu": ("chrf", "bleu"),
+        "metrics_cpu": ("glotlid",),
+        "metrics_gpu": ("metricx",),
+    }
+    assert [metrics.family_gpus(f) for f in metrics.families()] == [0, 0, 1]
+    assert [metrics.family_cpus(f) for f in metrics.families()] == [1, 1, 2]
+    on_cpu = MetricSet.of(["chrf", "glotlid", "metricx"], {**config, "metricx": {"device": "cpu"}})
+    assert on_cpu.families() == {"workflow_cpu": ("chrf",), "metrics_cpu": ("glotlid", "metricx")}
+    assert on_cpu.family_cpus("metrics_cpu") == 4
+
+
+def test_own_metric_declares_its_facts_or_gets_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    (flaky,) = load_metrics(["faults:FlakyMetric"], {})
+    record = record_of("faults:FlakyMetric", flaky)
+    assert (record.columns, record.environment, record.gpus({}), record.job_cpus({})) == (
+        ("length",),
+        "workflow",
+        0,
+        2,
+    )
+    assert record.training_languages is None and record.tolerances == {}
+
+
+def test_prefetch_and_manifest_read_the_records() -> None:
+    needs = {
+        n.needed_by: n for n in MetricSet.of(["chrf", "metricx", "glotlid"], DEFAULTS).hub_needs()
+    }
+    assert set(needs) == {"metricx.model", "metricx.tokenizer", "glotlid.model"}
+    assert needs["metricx.tokenizer"].parts == ("tokenizer",)
+    assert (needs["glotlid.model"].repo_id, needs["glotlid.model"].filename) == (
+        "cis-lmu/glotlid",
+        "model_v3.bin",
+    )
+
+
+def test_reference_free_and_unseen_languages() -> None:
+    metrics = MetricSet.of(["chrf", "metricx", "glotlid"], DEFAULTS)
+    assert metrics.reference_free_columns() == {"glotlid_pred", "glotlid_score"}
+    qe = MetricSet.of(["metricx", "glotlid"], {**DEFAULTS, "metricx": {"qe": True}})
+    assert "glotlid_x_metricx" in qe.reference_free_columns()
+    # mT5 saw Standard Arabic, not Egyptian; the source counts only without a reference.
+    assert metrics.uncovered("arz_Arab", "arb_Arab") == []
+    assert metrics.uncovered("eng_Latn", "arz_Arab") == ["metricx"]
+    assert qe.uncovered("arz_Arab", "eng_Latn") == ["metricx"]
+    assert len(MT5_LANGUAGES) == 100 and len(XLMR_LANGUAGES) == 93
+    assert XLMR_LANGUAGES.covers("cmn_Hant") and not XLMR_LANGUAGES.covers("yue_Hant")
+
+
+def test_docs_table_is_the_records() -> None:
+    text = (REPOSITORY / "docs" / "metrics.md").read_text(encoding="utf-8")
+    generated = re.search(
+        r"<!-- generated: metrics_table\(\) -->\n(.*)<!-- end of generated table -->", text, re.S
+    )
+    assert generated is not None and generated.group(1) == metrics_table()
+
+
+def test_gathered_scores_are_those_scored_in_one_pass(tmp_path: Path) -> None:
+    """Metric by metric, then gathered: the same table, value for value and type for type."""
+    direction = Direction("eng_Latn", "fra_Latn")
+    dataset = dataset_source(SAMPLE)
+    rows = dataset.load(direction)
+    translations = rows.rename(columns={"tgt_text": "ref_text"}).assign(mt_text=rows["src_text"])
+    translations = translations[["src_lang", "tgt_lang", "src_text", "ref_text", "mt_text"]]
+    translations.assign(uniq_id=rows["uniq_id"]).to_json(
+        tmp_path / f"{direction}.jsonl", orient="records", lines=True, force_ascii=False
+    )
+    names = ["chrf", "bleu", "ter", "glotlid"]
+    config = {"glotlid": {"model": str(build_tiny_model(tmp_path / "lid.bin"))}}
+    metrics = load_metrics(names, config)
+    score_metrics([direction], tmp_path, dict(zip(names, metrics, strict=True)), dataset, config)
+    gather_scores([direction], tmp_path, dataset, score_settings(names, config))
+    gathered = pd.read_parquet(tmp_path / f"{direction}.scored.parquet")
+    read = read_translations(tmp_path / f"{direction}.jsonl", direction, dataset.load(direction))
+    pd.testing.assert_frame_equal(gathered, scored_table(read, metrics).to_pandas())
+
+
+def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_path: Path) -> None:
+    """1062 directions on the Slurm profile: CPU metrics' jobs hold no GPU, MetricX's and
+    COMET's one each, in jobs of their own."""
+    write_dataset(tmp_path / "data", synthetic_directions(1062), sentences=1)
+    metrics = ["chrf", "glotlid", "metricx", "comet"]
+    config = bounds_config(tmp_path / "data", shards=4, metrics=metrics)
+    config["models"] = config["models"][:1]
+    workflow.write_config(config)
+    run = workflow.run(
+        "-n", "--profile", str(REPOSITORY / "profiles" / "slurm"), "--quiet", "progress"
+    )
+    jobs: dict[str, str] = {}
+    for block in (run.stdout + run.stderr).split("[")[1:]:
+        rule = re.search(r"(?:local)?rule (\S+):", block)
+        if rule:
+            asked = re.search(r"resources: (.*)", block)
+            jobs.setdefault(rule.group(1), asked.group(1) if asked else "")
+    families = {
+        "score_workflow_cpu",
+        "score_metrics_cpu",
+        "score_metrics_gpu",
+        "score_comet_gpu",
+        "score",
+    }
+    assert {name.split("_copy_source")[0] for name in jobs} >= families
+    assert sum(name.startswith("score_copy_source") for name in jobs) == 4  # gathering
+    assert sum(name.startswith("score_metrics_gpu") for name in jobs) == 4
+    for name, resources in jobs.items():
+        if name.startswith(("score_workflow_cpu", "score_metrics_cpu")):
+            assert "gpu=0" in resources and "gpu=1" not in resources, (name, resources)
+        if name.startswith(("score_metrics_gpu", "score_comet_gpu")):
+            assert "gpu=1" in resources, (name, resources)
+
+
+def planned_rules(workflow: Workflow) -> set[str]:
+    run = workflow.run("-n", "--quiet", "progress")
+    return set(re.findall(r"rule (\S+?)(?:_copy_source_\S+)?:", run.stdout + run.stderr))
+
+
+def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path) -> None:
+    """Adding GlotLID to a finished chrF++ run scores GlotLID only; removing it scores nothing.
+    Either way the other metric's files are neither recomputed nor rewritten. chrF++'s
+    environment is given a Python of its own, which its jobs hand their work to."""
+    lid = {"model": str(build_tiny_model(tmp_path / "lid.bin"))}
+    base = bounds_config(SAMPLE, shards=1, directions={"list": ["eng_Latn-fra_Latn"]})
+    base["models"] = base["models"][:1]
+    base["environments"] = {"workflow": sys.executable}
+    workflow.write_config({**base, "metrics": ["chrf"], "glotlid": lid})
+    workflow.run()
+    log = workflow.workdir / "logs" / "copy-source" / "score" / "workflow_cpu" / "shard0of1.log"
+    assert f"scoring chrf in {sys.executable}" in log.read_text()
+    assert "eng_Latn-fra_Latn: chrf on 24 sentences" in log.read_text()
+    folder = workflow.workdir / "runs" / "copy-source"
+    chrf = folder / "by-metric" / "chrf" / "eng_Latn-fra_Latn.parquet"
+    written = chrf.stat().st_mtime_ns
+
+    workflow.write_config({**base, "metrics": ["chrf", "glotlid"], "glotlid": lid})
+    planned = planned_rules(workflow)
+    assert "score_metrics_cpu" in planned and "score" in planned
+    assert not {"score_workflow_cpu", "translate"} & planned, planned
+    workflow.run()
+    scored = pd.read_parquet(folder / "eng_Latn-fra_Latn.scored.parquet")
+    assert {"chrfpp", "glotlid_pred", "glotlid_score"} <= set(scored.columns)
+    assert chrf.stat().st_mtime_ns == written
+
+    workflow.write_config({**base, "metrics": ["chrf"], "glotlid": lid})
+    planned = planned_rules(workflow)
+    assert "score" in planned
+    assert not {"score_workflow_cpu", "score_metrics_cpu", "translate"} & planned, planned
+    workflow.run()
+    scored = pd.read_parquet(folder / "eng_Latn-fra_Latn.scored.parquet")
+    assert "glotlid_score" not in scored.columns and "chrfpp" in scored.columns
+    assert chrf.stat().st_mtime_ns == written
+
+
+def test_directions_a_learned_metric_never_saw_are_flagged_and_counted(tmp_path: Path) -> None:
+    scores = pd.DataFrame(
+        {
+            "src_lang": ["eng_Latn", "eng_Latn", "arz_Arab"],
+            "tgt_lang": ["fra_Latn", "arz_Arab", "eng_Latn"],
+            "n_sentences": [1, 1, 1],
+        }
+    )
+    flagged = with_unseen(scores, MetricSet.of(["chrf", "metricx"], DEFAULTS))
+    assert flagged[UNSEEN].tolist() == ["", "metricx", ""]
+    # As the leaderboard reads scores.csv back (an empty cell is NaN there).
+    flagged.to_csv(tmp_path / "scores.csv", index=False)
+    assert unseen_counts(pd.read_csv(tmp_path / "scores.csv")) == {"metricx_unseen_directions": 1}
+    board = pd.DataFrame([{"model": "m", "n_directions": 3, "metricx_unseen_directions": 1}])
+    assert unseen_notes(board) == [
+        "m: 1 of the 3 directions of its metricx means are in a language metricx's model was "
+        "not trained on"
+    ]
+    assert UNSEEN not in with_unseen(scores, MetricSet.of(["chrf"], {}))
