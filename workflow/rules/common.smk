@@ -16,6 +16,7 @@ from bouquet_eval.core.io import write_json
 from bouquet_eval.core.jobs import failed_job_report
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
+from bouquet_eval.data.dataset import download_dataset
 from bouquet_eval.data.outputs import AGGREGATES
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.planning.runs import (
@@ -46,15 +47,15 @@ if not workflow.overwrite_configfiles:
 DATASET_INDEX = Path(".snakemake") / "bouquet-eval" / "dataset-files.json"
 
 try:
-    # Only the main process may contact the Hub; jobs read the cache it filled, so that all of
-    # them see the commit it resolved the revision to.
+    # Only the main process may ask the Hub (which files the dataset holds at its revision; it
+    # downloads them once Snakemake plans the run); jobs read the cache it filled, so that all
+    # of them see the commit it resolved the revision to.
     PLAN = load_plan(
         config,
         REPOSITORY / "workflow" / "schemas" / "config.schema.yaml",
         Sources(REPOSITORY, SOURCES_COMMIT),
         fetch=workflow.is_main_process,
     )
-    CHECKED_DATASET_FILES = PLAN.dataset.check_files(PLAN.directions, DATASET_INDEX)
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(PLAN.metrics, config)
     # So are translators and prompt functions of one's own (imported, no model loaded), once.
@@ -67,15 +68,6 @@ OUTPUT_DIR = PLAN.output_dir
 DATASET = PLAN.dataset
 DIRECTIONS = PLAN.directions
 MODELS = PLAN.models
-if workflow.is_main_process:
-    announce_selection(
-        DATASET,
-        DIRECTIONS,
-        PLAN.selected,
-        list(MODELS),
-        config["directions"]["shard"],
-        config["limit"],
-    )
 
 
 onerror:
@@ -98,7 +90,8 @@ onstart:
         # log under .snakemake/log/) only once the workflow is parsed, so never with a --config
         # item holding a secret: load_plan stops such a run (bouquet_eval.core.secrets).
         register(redact_command(command_line(), PLAN.secrets()), outputs)
-    write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
+    if CHECKED_DATASET_FILES:
+        write_json(DATASET_INDEX, CHECKED_DATASET_FILES[0])
     refuse_slurm_placeholders()
     refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
 
@@ -195,6 +188,8 @@ def provided_translations(model, directions):
 
 PLANNED = []
 """Whether the main process has done what it does once Snakemake plans the run."""
+CHECKED_DATASET_FILES = []
+"""The index of the dataset's files as checked while planning, written when the run starts."""
 
 
 def once_while_planning(wildcards=None):
@@ -206,6 +201,20 @@ def once_while_planning(wildcards=None):
         return []
     PLANNED.append(True)
     give_jobs_the_package()
+    try:
+        # Every job reads the dataset's files: they are fetched and checked before any starts.
+        download_dataset(DATASET)
+        CHECKED_DATASET_FILES.append(DATASET.check_files(DIRECTIONS, DATASET_INDEX))
+        announce_selection(
+            DATASET,
+            DIRECTIONS,
+            PLAN.selected,
+            list(MODELS),
+            config["directions"]["shard"],
+            config["limit"],
+        )
+    except ConfigError as error:
+        stop_planning(error, workflow.configfiles)
     if workflow.dryrun:
         warn_of_unset_api_keys(config["models"])
         # What the API models will send, and cost (bouquet_eval.planning.estimate).

@@ -6,9 +6,12 @@ dataset or the secrets' names from the configuration themselves. Snakemake recor
 parameters only when they are builtin values, so these objects never make it rerun a job:
 whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
 
-Building a plan reads files (the configuration's schema, the dataset's folder) and, where
-`fetch` is set, asks the Hub which commit the dataset's revision is; it writes nothing else and
-changes no environment variable.
+Building a plan reads files (the configuration's schema, the dataset's folder or the Hugging
+Face cache) and, for a dataset on the Hub where `fetch` is set, asks the Hub which commit the
+dataset's revision is and which files it holds there. It downloads nothing and writes nothing,
+and changes no environment variable: the workflow's main process downloads the dataset's files
+(`data.dataset.download_dataset`), checks them and announces the selection once Snakemake plans
+the run, not while it parses the workflow.
 """
 
 from __future__ import annotations
@@ -142,7 +145,8 @@ def load_plan(
     config: dict[str, Any], schema: Path, sources: Sources, *, fetch: bool = True
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
-    setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    setting at fault. `fetch`: whether the Hub may be asked which files the dataset holds
+    (see `data.dataset.resolve_dataset`); nothing is downloaded."""
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
     validate_config(config, schema)
@@ -151,7 +155,7 @@ def load_plan(
     dataset_settings = dict(config["dataset"])
     if dataset_settings.get("path"):
         dataset_settings["path"] = str(expand_path(dataset_settings["path"], home))
-    dataset = resolve_dataset(dataset_settings, fetch=fetch)
+    dataset = resolve_dataset(dataset_settings, fetch=fetch, download=False)
     selected = select_directions(
         dataset.directions(),
         src_filter=config["directions"]["src_langs"],
