@@ -4,8 +4,6 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
-from bouquet_eval.data.dataset import as_direction
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -20,16 +18,16 @@ from bouquet_eval.results.verify import (
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GPU_LEASES):
-        config = snakemake.config
+        plan = snakemake.params.plan
         output = Path(snakemake.output[0])
         claimed = read_claim(output.parent / "scores.csv")
         recomputed = rescore(
             output.parent,
-            directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
-            snakemake.params.plan.dataset,
-            config["limit"],
-            load_metrics(snakemake.params.metrics, config),
-            Resampling(**config["statistics"]),
+            directions_to_verify(list(plan.directions), claimed),
+            plan.dataset,
+            plan.limit,
+            load_metrics(plan.metrics, plan.config),
+            plan.resampling,
         )
         verification = compare_scores(
             claimed, recomputed, {**TOLERANCES, **snakemake.params.tolerance}

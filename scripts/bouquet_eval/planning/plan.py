@@ -26,6 +26,7 @@ from bouquet_eval.core.environment import workflow_commit
 from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
@@ -136,6 +137,15 @@ class Plan:
             )
             for direction in directions
         ]
+
+    @property
+    def statistics(self) -> dict[str, Any]:
+        """The `statistics` settings: resamples, seed and confidence of the intervals."""
+        return dict(self.config["statistics"])
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(**self.statistics)
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)
