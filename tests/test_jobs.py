@@ -14,6 +14,7 @@ import pytest
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.planning.sharding import assign_shards
+from bouquet_eval.translators.backends import model_cpus
 
 from .conftest import Workflow
 from .synthetic import synthetic_directions, write_dataset
@@ -196,7 +197,7 @@ def test_jobs_that_need_little_cpu_overlap_on_two_cores(workflow: Workflow, data
     [("copy-source", 1), ("provided", 1), ("openai", 1), ("vllm", 4), ("nllb", 4), ("x.y:Z", 4)],
 )
 def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> None:
-    assert default_cpus("translate", {}, {"name": "m", "translator": translator}) == cpus
+    assert model_cpus({"name": "m", "translator": translator}) == cpus
 
 
 @pytest.mark.parametrize(
@@ -210,4 +211,4 @@ def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> Non
 )
 def test_score_cpus_follow_the_metrics(metrics: list[str], device: str, cpus: int) -> None:
     config = {"metrics": metrics, "metricx": {"device": device}}
-    assert default_cpus("score", config, None) == cpus
+    assert default_cpus("score", config) == cpus

@@ -17,7 +17,6 @@ from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.leaderboard import score_columns
 from bouquet_eval.results.report import figure_paths
 from bouquet_eval.results.verify import claim_fingerprint
-from bouquet_eval.translators.backends import model_environment
 
 # The embedded default: the bundled sample, unless a configuration file is given.
 if not workflow.overwrite_configfiles:
@@ -151,7 +150,7 @@ def translator_environment(model):
     """The conda environment of the model's translate jobs (envs/), for --sdm conda; relative
     to the rule files, as Snakemake reads conda paths, wherever the workflow's sources are.
     """
-    return f"../../envs/{model_environment(model.entry)}.yaml"
+    return f"../../envs/{model.environment}.yaml"
 
 
 def score_environment():

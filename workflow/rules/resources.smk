@@ -28,9 +28,10 @@ GPU_TYPE_SETTINGS = ("gpu_model", "gres")
 
 def job_settings(stage, model=None):
     """`resources.<stage>` of the configuration, with a model's own `resources` over it; CPUs
-    by default from what the job runs (bouquet_eval.planning.job_cpus)."""
+    by default from what the job runs (a translate job: its model's, in the plan; others:
+    bouquet_eval.planning.job_cpus)."""
     settings = {
-        "cpus": default_cpus(stage, config, model.entry if model else None),
+        "cpus": model.cpus if model else default_cpus(stage, config),
         **config["resources"][stage],
     }
     own = (model.entry if model else {}).get("resources") or {}

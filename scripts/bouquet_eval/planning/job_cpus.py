@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bouquet_eval.translators.backends import model_cpus
-
 METRIC_CPUS = {"chrf": 1, "bleu": 1, "ter": 1, "glotlid": 1}
 METRICX_CPUS = {"cpu": 4, "gpu": 2}
 CUSTOM_METRIC_CPUS = 2
@@ -30,11 +28,9 @@ def score_cpus(config: Mapping[str, Any]) -> int:
     return max(cpus(metric) for metric in config["metrics"])
 
 
-def default_cpus(stage: str, config: Mapping[str, Any], model: Mapping[str, Any] | None) -> int:
-    """CPUs of a job of `stage` (translate, score, aggregate); `model` for translate jobs."""
-    if stage == "translate":
-        assert model is not None, "a translate job belongs to a model"
-        return model_cpus(model)
+def default_cpus(stage: str, config: Mapping[str, Any]) -> int:
+    """CPUs of a score or aggregate job; a translate job's are its model's
+    (`translators.backends.model_cpus`, in the plan)."""
     if stage == "score":
         return score_cpus(config)
     return AGGREGATE_CPUS

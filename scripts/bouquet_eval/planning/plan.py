@@ -34,10 +34,13 @@ from bouquet_eval.data.outputs import (
     scored_output,
     translation_output,
 )
+from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
+    model_cpus,
+    model_environment,
     model_gpus,
     prompt_fn_spec,
     translator_arguments,
@@ -74,6 +77,15 @@ class ModelPlan:
     provided: Path | None
     """The folder of translations brought from elsewhere (translator `provided`)."""
     gpus: int
+    """GPUs of each of its translate jobs."""
+    cpus: int
+    """CPUs of each of its translate jobs unless `resources` says otherwise."""
+    environment: str
+    """The conda environment of its translate jobs (envs/<environment>.yaml)."""
+    price: Mapping[str, Any] | None
+    """Its prices per million tokens (`prices.<name>`), None where none are given."""
+    batch: bool
+    """Whether it translates through the Batch API, at its discount."""
     shards: Mapping[str, Sequence[Direction]]
 
     @property
@@ -181,6 +193,7 @@ def load_plan(
             config["limit"],
             assign_shards(directions, entry.get("shards", config["shards"]), part),
             home,
+            model_price(config, entry),
         )
         for entry in config["models"]
     }
@@ -232,9 +245,10 @@ def plan_model(
     limit: int | None,
     shards: Mapping[str, Sequence[Direction]] | None = None,
     home: Mapping[str, str] | None = None,
+    price: Mapping[str, Any] | None = None,
 ) -> ModelPlan:
     """A model entry of the configuration, its outputs in `folder`; `home`: variables that
-    its paths may name besides the environment's."""
+    its paths may name besides the environment's; `price`: its entry of `prices`."""
     entry = dict(entry)
     provided = None
     if entry["translator"] == "provided":
@@ -247,6 +261,10 @@ def plan_model(
         translation_settings=translation_settings(entry, limit),
         provided=provided,
         gpus=model_gpus(entry),
+        cpus=model_cpus(entry),
+        environment=model_environment(entry),
+        price=price,
+        batch=is_batch(entry),
         shards=shards or {},
     )
 
