@@ -68,7 +68,7 @@ METRICX_NAN = 0.01
 UNLABELLED_TARGETS = 0.03
 """Share of target languages GlotLID has no label for (glotlid_score NaN in every sentence)."""
 CHECKED_DIRECTIONS = 3
-OUTPUTS = ("scores", "summary", "scored_rows")
+OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
 ENVIRONMENT = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 """As Snakemake runs the aggregate rule: its one thread sets these (snakemake/shell.py)."""
 SACREBLEU = {"chrfpp": CHRF(word_order=2), "bleu": BLEU(), "ter": TER()}
@@ -146,7 +146,12 @@ def run_job(paths: list[Path], metrics: list[Metric], output: Path) -> None:
     write_aggregates(paths, metrics, Resampling(), {name: output / NAMES[name] for name in OUTPUTS})
 
 
-NAMES = {"scores": "scores.csv", "summary": "summary.csv", "scored_rows": "scored_rows.parquet"}
+NAMES = {
+    "scores": "scores.csv",
+    "summary": "summary.csv",
+    "scored_rows": "scored_rows.parquet",
+    "resampled": "resampled.npz",
+}
 
 
 def run_baseline(paths: list[Path], metrics: list[Metric], output: Path) -> None:

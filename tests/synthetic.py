@@ -83,14 +83,15 @@ def bouquet_shaped_directions(languages: int = 268, total: int = 1062) -> list[D
 def write_model_run(
     folder: Path, directions: list[Direction], sentences: int, shift: float, seed: int
 ) -> None:
-    """A model's scored_rows.parquet and scores.csv (made by the aggregation's own code) for
-    `directions`: texts of a realistic length, chrF++ around 50 + shift, MetricX, and a
-    `quality` per direction so that languages differ."""
+    """A model's scored_rows.parquet, scores.csv and resampled.npz (made by the aggregation's
+    own code, with the default statistics) for `directions`: texts of a realistic length,
+    chrF++ around 50 + shift, MetricX, and a `quality` per direction so that languages differ."""
     import numpy as np
     import pandas as pd
 
     from bouquet_eval.core.stats import Resampling
-    from bouquet_eval.results.aggregate import ROW_GROUP_ROWS, direction_scores
+    from bouquet_eval.results.aggregate import ROW_GROUP_ROWS, direction_table
+    from bouquet_eval.results.resampled import RESAMPLED_FILE
 
     rng = np.random.default_rng(seed)
     quality = np.random.default_rng(0).uniform(-25, 25, size=len(directions))
@@ -117,9 +118,9 @@ def write_model_run(
     folder.mkdir(parents=True, exist_ok=True)
     # Row groups as the aggregation writes them (several directions each).
     rows.to_parquet(folder / "scored_rows.parquet", index=False, row_group_size=ROW_GROUP_ROWS)
-    resampling = Resampling(bootstrap_resamples=200, ar_trials=200)
-    scores = direction_scores(rows, ["chrfpp", "metricx"], resampling)
-    scores.to_csv(folder / "scores.csv", index=False)
+    table = direction_table(rows, ["chrfpp", "metricx"], Resampling())
+    table.scores.to_csv(folder / "scores.csv", index=False)
+    table.resampled.write(folder / RESAMPLED_FILE)
 
 
 def write_shaped_run(
@@ -137,6 +138,7 @@ def write_shaped_run(
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
     from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+    from bouquet_eval.results.resampled import RESAMPLED_FILE
 
     seconds = {}
     started = time.perf_counter()
@@ -152,9 +154,9 @@ def write_shaped_run(
     started = time.perf_counter()
     columns, lower = ["chrfpp", "metricx"], {"metricx"}
     rows = {m: output / m / "scored_rows.parquet" for m in models}
-    results = read_results(models, [output / m / "scores.csv" for m in models],
-                           list(rows.values()), columns)  # fmt: skip
     resampling = Resampling()
+    files = [(output / m / "scores.csv", rows[m], output / m / RESAMPLED_FILE) for m in models]
+    results = read_results(models, files, columns, resampling)
     board = build_leaderboard(results, columns, lower, resampling)
     write_leaderboard(board, output / "leaderboard.csv", output / "leaderboard.md", lower)
     seconds["leaderboard"] = time.perf_counter() - started

@@ -32,7 +32,12 @@ from .workflow_configs import bounds_config
 RESAMPLING = Resampling(seed=11, bootstrap_resamples=200)
 CORPUS = {"chrfpp": CHRF(word_order=2), "bleu": BLEU(), "ter": TER()}
 """sacreBLEU's corpus-level metrics with its defaults."""
-OUTPUTS = {"scores": "scores.csv", "summary": "summary.csv", "scored_rows": "scored_rows.parquet"}
+OUTPUTS = {
+    "scores": "scores.csv",
+    "summary": "summary.csv",
+    "scored_rows": "scored_rows.parquet",
+    "resampled": "resampled.npz",
+}
 
 
 class Noisy:

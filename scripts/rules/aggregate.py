@@ -1,9 +1,9 @@
-"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet and manifest entry."""
+"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz and
+manifest entry."""
 
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.planning.cost import with_costs
@@ -19,6 +19,8 @@ from bouquet_eval.results.aggregate import (
     write_csv,
 )
 
+AGGREGATE_OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
+
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
@@ -27,7 +29,7 @@ def main(snakemake: SnakemakeJob) -> None:
         scored = [Path(path) for path in snakemake.input.scored]
         directions = plan.directions
         metrics = load_metrics(plan.metrics, plan.config)
-        resampling = Resampling(**plan.config["statistics"])
+        resampling = plan.resampling
         timing = with_costs(
             timing_table(model.folder, directions),
             model.price,
@@ -37,7 +39,7 @@ def main(snakemake: SnakemakeJob) -> None:
             scored,
             metrics,
             resampling,
-            {name: Path(snakemake.output[name]) for name in ("scores", "summary", "scored_rows")},
+            {name: Path(snakemake.output[name]) for name in AGGREGATE_OUTPUTS},
             timing,
         )
         write_csv(Path(snakemake.output.timing), timing)

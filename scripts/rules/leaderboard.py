@@ -15,6 +15,7 @@ from bouquet_eval.results.leaderboard import (
     write_leaderboard,
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.results.trust import agreement_notes
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -28,15 +29,25 @@ def main(snakemake: SnakemakeJob) -> None:
         models = snakemake.params.models
         metrics = load_metrics(plan.metrics, plan.config)
         columns = score_columns(metrics)
+        resampling = plan.resampling
+        inputs = snakemake.input
         results = read_results(
             models,
-            [Path(path) for path in snakemake.input.scores],
-            [Path(path) for path in snakemake.input.scored_rows],
+            [
+                (Path(scores), Path(rows), Path(resampled))
+                for scores, rows, resampled in zip(
+                    inputs.scores, inputs.scored_rows, inputs.resampled, strict=True
+                )
+            ],
             columns,
+            resampling,
         )
         lower = lower_is_better_columns(metrics)
-        resampling = plan.resampling
         board = build_leaderboard(results, columns, lower, resampling)
+        for path in snakemake.input.agreement:
+            board.attrs["agreement"] = agreement_notes(
+                pd.read_csv(path), plan.config["metaeval"]["decide_by"]
+            )
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
 

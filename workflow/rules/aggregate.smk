@@ -13,6 +13,8 @@ rule aggregate:
         summary=update(OUTPUT_DIR / "{model}" / "summary.csv"),
         timing=update(OUTPUT_DIR / "{model}" / "timing.csv"),
         scored_rows=update(OUTPUT_DIR / "{model}" / "scored_rows.parquet"),
+        # Its bootstrap resamples, which the leaderboard and the report read.
+        resampled=update(OUTPUT_DIR / "{model}" / "resampled.npz"),
         # The manifest is a history: Snakemake must not delete it before the job runs.
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),
     log:

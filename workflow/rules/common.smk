@@ -7,6 +7,7 @@ from pathlib import Path
 
 # Snakemake's report(), under a name its parser does not take for the `report:` keyword when
 # it starts a line.
+from snakemake.exceptions import WorkflowError
 from snakemake.io import report as report_item
 
 from bouquet_eval.core.config import ConfigError, job_name
@@ -222,3 +223,42 @@ def verification_inputs(wildcards):
         "limit": PLAN.limit,
         "dataset": DATASET.identity,
     }
+
+
+# Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.
+def judged_inputs():
+    return [
+        path
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+        for path in (
+            translation_file(model, direction),
+            f"{model_dir(model)}/dataset/{direction}.parquet",
+        )
+    ]
+
+
+DIRECTIONS_OF_JUDGED = {
+    model.name: sorted({d for part in model.shards.values() for d in part})
+    for model in PLAN.judged.values()
+}
+
+
+def judged_scored(wildcards):
+    if PLAN.judgements is None:
+        raise WorkflowError(
+            "bouquet-eval: the metaeval target needs human judgements: set "
+            "metaeval.judgements (docs/metaeval.md)"
+        )
+    return [
+        scored_file(model, direction)
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+    ]
+
+
+def judged_agreement():
+    """correlations.csv when human judgements are configured (metaeval.smk), else nothing."""
+    if PLAN.judgements is None:
+        return []
+    return [str(OUTPUT_DIR / "metaeval" / "correlations.csv")]

@@ -6,8 +6,11 @@ rule leaderboard:
     input:
         scores=model_files("scores.csv"),
         scored_rows=model_files("scored_rows.parquet"),
+        resampled=model_files("resampled.npz"),
         timing=model_files("timing.csv"),
         manifests=model_files("manifest.json"),
+        # With human judgements configured, the page notes each metric's agreement with them.
+        agreement=judged_agreement(),
     output:
         csv=OUTPUT_DIR / "leaderboard.csv",
         markdown=OUTPUT_DIR / "leaderboard.md",

@@ -21,12 +21,13 @@ from bouquet_eval.command.run import REPOSITORY, run_command
 from bouquet_eval.core.config import load_yaml
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
-WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run")
+WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run", "metaeval")
 
 # What each subcommand takes, besides --output-dir and the workflow's options.
 _SELECTS = ("translate", "score", "run")
 _TRANSLATES = ("translate", "run")
-_SCORES = ("score", "run")
+_SCORES = ("score", "run", "metaeval")
+_JUDGES = ("metaeval",)
 
 
 def _setting_default(backend: str, setting: str) -> Any:
@@ -173,11 +174,21 @@ _WORKFLOW = (
           **_SWITCH),
 )  # fmt: skip
 
+_METAEVAL = (
+    _flag("--judgements", help="the human judgements: a parquet, CSV, TSV or JSON Lines table, "
+          "or met-bouquet (docs/metaeval.md)", default="the saved configuration's",
+          key="metaeval.judgements", metavar="FILE"),
+    _flag("--judgements-revision", help="Met-BOUQuET's git revision (pin a commit)",
+          default=_schema_default("metaeval", "revision"), key="metaeval.revision",
+          metavar="REV"),
+)  # fmt: skip
+
 GROUPS: tuple[tuple[str, tuple[str, ...], tuple[Flag, ...]], ...] = (
     ("direction selection (any combination; the last command's when none)", _SELECTS, _SELECTION),
     ("translation (--translator, or --backend and --model)", _TRANSLATES, _TRANSLATION),
     ("scoring", _SCORES, _SCORING),
-    ("dataset", _SELECTS, _DATASET),
+    ("dataset", (*_SELECTS, "metaeval"), _DATASET),
+    ("human judgements", _JUDGES, _METAEVAL),
     ("workflow (what follows `--` goes to Snakemake unchanged)", WORKFLOW_SUBCOMMANDS, _WORKFLOW),
 )
 """Each group of flags: its title, the subcommands that take it, its flags."""
@@ -207,6 +218,8 @@ SUBCOMMAND_HELP = {
     "score": "Score the translations in --output-dir (aggregating them when --shard is absent).",
     "aggregate": "Aggregate a model's scores: scores.csv, scored_rows.parquet, manifest.json.",
     "run": "Translate and score (and aggregate when --shard is absent).",
+    "metaeval": "Which metric agrees with people: score human-judged translations with the "
+    "metrics and write <parent of --output-dir>/metaeval/correlations.csv.",
 }
 
 
@@ -260,6 +273,14 @@ def top_level_help() -> str:
         "aggregate only --output-dir and the workflow flags):",
         "",
         build_parser("run").format_help(),
+        "",
+        "Flags of `metaeval`, besides the scoring, dataset and workflow flags:",
+        "",
+        *(
+            f"  {' '.join(flag.names)}: {flag.help} (default: {flag.default}; configuration: "
+            f"{flag.key})"
+            for flag in _METAEVAL
+        ),
     ]
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ import yaml
 
 from bouquet_eval.core.config import ConfigError, load_yaml
 from bouquet_eval.core.io import atomic_path, json_reason
+from bouquet_eval.data.judgements import MET_BOUQUET
 from bouquet_eval.planning.sharding import parse_part
 from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 
@@ -209,6 +210,11 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     model = model_entry(args, folder.name)
     if model is not None:
         config["models"] = [model]
+    elif not saved and command == "metaeval":
+        # Meta-evaluation scores the judged systems only; the workflow wants one model, and
+        # the reference bound needs nothing (no job of it runs for the metaeval target).
+        config["models"] = [{"name": folder.name, "translator": "reference"}]
+        config.setdefault("directions", {})
     elif not saved:
         if command in ("translate", "run"):
             raise ConfigError(
@@ -218,7 +224,7 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
         # Translations brought by the user, scored where they are.
         config["models"] = [{"name": folder.name, "translator": "provided", "path": "."}]
     directions = selection(args)
-    if directions is None and not saved:
+    if directions is None and not saved and command != "metaeval":
         found = translations_in(folder) if command in ("score", "aggregate") else []
         if not found:
             raise ConfigError(
@@ -242,4 +248,15 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
             metricx[key] = getattr(args, flag)
     if _given(args, "metricx_qe"):
         metricx["qe"] = True
+    metaeval = config.setdefault("metaeval", {})
+    judgements = _given(args, "judgements")
+    if judgements:
+        # Snakemake runs in the model's folder: a path is made absolute where it was given.
+        metaeval["judgements"] = (
+            judgements
+            if judgements == MET_BOUQUET
+            else str(Path(os.path.expanduser(judgements)).absolute())
+        )
+    if _given(args, "judgements_revision"):
+        metaeval["revision"] = args.judgements_revision
     return config

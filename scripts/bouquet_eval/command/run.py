@@ -47,6 +47,7 @@ STAGES = {
     "score": ("score",),
     "aggregate": (),
     "run": ("translate", "score"),
+    "metaeval": (),
 }
 
 PROGRESS_SECONDS = 5.0
@@ -55,6 +56,8 @@ PROGRESS_SECONDS = 5.0
 def targets(command: str, sharded: bool) -> list[str]:
     """The workflow's targets: per-direction outputs, and a model's aggregates unless sharded
     (a shard's processes aggregate once all of them are done)."""
+    if command == "metaeval":
+        return ["metaeval"]
     wanted = {"translate": "translations", "score": "scores"}
     chosen = [wanted[stage] for stage in STAGES[command]]
     if command != "translate" and not sharded:
@@ -319,6 +322,10 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
         for line in _failure_lines(log):
             print(line, file=sys.stderr)
         print(f"bouquet-eval: {command} failed; Snakemake's full log: {log}", file=sys.stderr)
+        return
+    if command == "metaeval":
+        print(f"bouquet-eval: agreement with people in {folder.parent / 'metaeval'}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
         return
     print(f"bouquet-eval: results in {folder}")
     summary = folder / "summary.csv"

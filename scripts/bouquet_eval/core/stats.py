@@ -176,13 +176,34 @@ def paired_samples_of(
 ) -> list[PairedSamples]:
     """`paired_samples` of every (baseline, system) pair, in the order given.
 
-    They are computed in order of size, so that the draws of each size are made once however
-    missing scores are scattered over directions.
+    The pairs with the same number of sentences scored in both are resampled together, one
+    matrix product for all of them, with the draws of that size made once; means and deltas
+    are those of `paired_samples`, and the resampled deltas agree with it to the last bits of
+    a sum taken in another order (which `TIE_TOLERANCE` absorbs in the p-values).
     """
     usable = [_scored_in_both(baseline, system) for baseline, system in pairs]
-    computed = {}
-    for index in sorted(range(len(usable)), key=lambda index: usable[index][0].size):
-        computed[index] = paired_samples(*usable[index], resampling)
+    by_size: dict[int, list[int]] = defaultdict(list)
+    for index, (baseline, _) in enumerate(usable):
+        by_size[baseline.size].append(index)
+    computed: dict[int, PairedSamples] = {}
+    for size, indices in sorted(by_size.items()):
+        if size == 0:
+            computed |= {index: paired_samples(*usable[index], resampling) for index in indices}
+            continue
+        baseline = np.stack([usable[index][0] for index in indices])
+        system = np.stack([usable[index][1] for index in indices])
+        difference = system - baseline
+        bootstrap = difference @ resampling.bootstrap_weights(size).T / size
+        swapped = difference @ resampling.swap_masks(size).T
+        randomized = (difference.sum(axis=1)[:, None] - 2.0 * swapped) / size
+        for row, index in enumerate(indices):
+            computed[index] = PairedSamples(
+                float(baseline[row].mean()),
+                float(system[row].mean()),
+                size,
+                bootstrap[row],
+                randomized[row],
+            )
     return [computed[index] for index in range(len(usable))]
 
 
@@ -212,15 +233,28 @@ def paired_bootstrap_p(samples: PairedSamples) -> float:
     """Paired bootstrap p-value: resampled |delta|, centred, at least as far as the real one."""
     if samples.n_sentences == 0:
         return float("nan")
-    absolute = np.abs(samples.bootstrap_deltas)
-    return _p_value(absolute - absolute.mean(), abs(samples.delta))
+    (p,) = bootstrap_p_values(samples.bootstrap_deltas[None, :], np.array([samples.delta]))
+    return float(p)
 
 
 def approximate_randomization_p(samples: PairedSamples) -> float:
     """Paired approximate randomization p-value: swapped |delta| at least the real one."""
     if samples.n_sentences == 0:
         return float("nan")
-    return _p_value(np.abs(samples.ar_deltas), abs(samples.delta))
+    (p,) = randomization_p_values(samples.ar_deltas[None, :], np.array([samples.delta]))
+    return float(p)
+
+
+def bootstrap_p_values(bootstrap_deltas: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """`paired_bootstrap_p` of every row of a (tests, resamples) matrix of resampled deltas
+    against its observed delta; NaN where the delta is."""
+    absolute = np.abs(bootstrap_deltas)
+    return _p_values(absolute - absolute.mean(axis=1, keepdims=True), np.abs(deltas))
+
+
+def randomization_p_values(ar_deltas: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """`approximate_randomization_p` of every row of a (tests, trials) matrix."""
+    return _p_values(np.abs(ar_deltas), np.abs(deltas))
 
 
 TIE_TOLERANCE = 1e-9
@@ -228,18 +262,24 @@ TIE_TOLERANCE = 1e-9
 reproduces the observed difference sums the same numbers in another order."""
 
 
-def _p_value(statistics: np.ndarray, real: float) -> float:
+def _p_values(statistics: np.ndarray, real: np.ndarray) -> np.ndarray:
     # At least as extreme, ties included: no trial may count as evidence against a difference
     # of zero, so a system compared with itself gets p = 1.
-    tolerance = TIE_TOLERANCE * max(real, float(np.abs(statistics).max()))
-    return float((np.sum(statistics >= real - tolerance) + 1) / (statistics.size + 1))
+    p = np.full(real.shape, np.nan)
+    known = ~np.isnan(real)
+    statistics, real = statistics[known], real[known]
+    if real.size:
+        tolerance = TIE_TOLERANCE * np.maximum(real, np.abs(statistics).max(axis=1))
+        extreme = np.sum(statistics >= (real - tolerance)[:, None], axis=1)
+        p[known] = (extreme + 1) / (statistics.shape[1] + 1)
+    return p
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+def benjamini_hochberg(p_values: Scores) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (false discovery rate), NaN kept and not counted.
 
     The adjusted value of the i-th smallest of m p-values is min over j >= i of p_(j) * m / j,

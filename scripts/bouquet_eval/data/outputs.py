@@ -70,7 +70,13 @@ def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[st
     return {"metrics": list(metrics), "settings": {name: config.get(name) for name in metrics}}
 
 
-AGGREGATES = ("scores.csv", "summary.csv", "timing.csv", "scored_rows.parquet")
+AGGREGATES = (
+    "scores.csv",
+    "summary.csv",
+    "timing.csv",
+    "scored_rows.parquet",
+    "resampled.npz",
+)
 """A model's aggregates, made from every scored direction (its manifest is a history)."""
 
 

@@ -17,7 +17,7 @@ the run, not while it parses the workflow.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
+from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
     score_settings,
@@ -87,6 +88,8 @@ class ModelPlan:
     batch: bool
     """Whether it translates through the Batch API, at its discount."""
     shards: Mapping[str, Sequence[Direction]]
+    dataset: DatasetSource | None = None
+    """Its own sentences, where they are not the run's dataset (a judged system's)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -117,6 +120,10 @@ class Plan:
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
+    judgements: JudgementSource | None = None
+    """The human judgements of `metaeval`, checked; None when none are configured."""
+    judged: Mapping[str, ModelPlan] = field(default_factory=dict)
+    """Each judged system as a model whose translations are given: scored by the score jobs."""
 
     @property
     def limit(self) -> int | None:
@@ -143,10 +150,9 @@ class Plan:
     def scored_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
+        dataset = self.dataset_of(model)
         return [
-            scored_output(
-                model.folder, direction, self.score_settings, self.dataset.file(direction)
-            )
+            scored_output(model.folder, direction, self.score_settings, dataset.file(direction))
             for direction in directions
         ]
 
@@ -158,6 +164,17 @@ class Plan:
     @property
     def resampling(self) -> Resampling:
         return Resampling(**self.statistics)
+
+    def dataset_of(self, model: ModelPlan) -> DatasetSource:
+        return model.dataset or self.dataset
+
+    def scoring(self, folder: Path) -> tuple[DatasetSource, int | None]:
+        """The dataset and sentence limit of the score job of the model whose folder is given
+        (a judged system's sentences are all of its judged ones)."""
+        for model in self.judged.values():
+            if model.folder == folder:
+                return self.dataset_of(model), None
+        return self.dataset, self.limit
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)
@@ -198,6 +215,28 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
+    judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
+    judged = {}
+    if judgements is not None:
+        for system, (folder, system_directions) in judged_systems(
+            judgements, dataset.directions(), output_dir
+        ).items():
+            # Named apart from the models, whose rules and logs share the namespace.
+            judged[system] = ModelPlan(
+                name=f"metaeval/{system}",
+                entry={"name": system},
+                folder=folder,
+                translation_settings={},
+                provided=None,
+                # Judged systems are scored, never translated: no translate job asks for these.
+                gpus=0,
+                cpus=1,
+                environment="workflow",
+                price=None,
+                batch=False,
+                shards=assign_shards(system_directions, config["shards"], None),
+                dataset=DatasetSource(folder / "dataset", {"judged system": system}),
+            )
     return Plan(
         config=config,
         sources=sources,
@@ -209,6 +248,8 @@ def load_plan(
         metrics=tuple(config["metrics"]),
         score_settings=score_settings(config["metrics"], config),
         secret_variables=secret_variables(config),
+        judgements=judgements,
+        judged=judged,
     )
 
 

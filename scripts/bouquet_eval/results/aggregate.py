@@ -1,4 +1,5 @@
-"""Per-model aggregates: scores.csv, summary.csv, scored_rows.parquet and manifest.json.
+"""Per-model aggregates: scores.csv, summary.csv, scored_rows.parquet, resampled.npz and
+manifest.json.
 
 Each direction's scored file is read once, with pyarrow: its score columns are kept for the
 means and bootstrap intervals, the statistics of corpus metrics (see
@@ -43,6 +44,7 @@ from bouquet_eval.metrics import (
     metric_columns,
 )
 from bouquet_eval.planning.cost import COST
+from bouquet_eval.results.resampled import ResampledScores, sentences_digest
 from bouquet_eval.translation.translate import TIMING_DIR
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,8 @@ class DirectionValues:
     """Per score column: the sentence scores, NaN where missing."""
     corpus: dict[str, float]
     """Per corpus metric's column: its corpus-level score."""
+    sentences: dict[str, str]
+    """Per score column: the `resampled.sentences_digest` of the sentences it scored."""
     recomputed: tuple[str, ...] = ()
     """The corpus metrics whose statistics the file lacked, recomputed from its texts."""
 
@@ -74,7 +78,7 @@ class DirectionTable:
 
     scores: pd.DataFrame
     """scores.csv: one row per direction, sorted by source then target language."""
-    resampled: dict[str, np.ndarray]
+    resampled: ResampledScores
     """Per score column: each direction's bootstrap resample means (rows as in `scores`)."""
 
 
@@ -97,11 +101,24 @@ def direction_values(
             totals = [sum(column) for column in zip(*metric.statistics(rows), strict=True)]
             recomputed.append(metric.name)
         corpus[metric.corpus_column] = metric.corpus_score(totals)
+    scores = {column: _float_values(table, column) for column in columns}
+    # Rows without ids (scores made in memory) are known by their positions.
+    uniq_ids = np.asarray(
+        table["uniq_id"].to_numpy(zero_copy_only=False)
+        if "uniq_id" in table.column_names
+        else np.arange(table.num_rows),
+        dtype=str,
+    )
+    every = sentences_digest(uniq_ids)  # that of most columns: those scored everywhere
     return DirectionValues(
         src_lang=_only_value(table, "src_lang", source),
         tgt_lang=_only_value(table, "tgt_lang", source),
         n_sentences=table.num_rows,
-        scores={column: _float_values(table, column) for column in columns},
+        scores=scores,
+        sentences={
+            column: every if finite.all() else sentences_digest(uniq_ids[finite])
+            for column, finite in ((c, np.isfinite(v)) for c, v in scores.items())
+        },
         corpus=corpus,
         recomputed=tuple(recomputed),
     )
@@ -141,13 +158,27 @@ def score_table(
         "tgt_lang": [direction.tgt_lang for direction in ordered],
         "n_sentences": [direction.n_sentences for direction in ordered],
     }
-    for column, means in zip(columns, resampled, strict=True):
-        table[column] = [skipna_mean(direction.scores[column]) for direction in ordered]
-        table[f"{column}_ci_low"], table[f"{column}_ci_high"] = percentile_intervals(means)
+    means = {
+        column: np.array([skipna_mean(direction.scores[column]) for direction in ordered])
+        for column in columns
+    }
+    for column, resamples in zip(columns, resampled, strict=True):
+        table[column] = means[column]
+        table[f"{column}_ci_low"], table[f"{column}_ci_high"] = percentile_intervals(resamples)
     for column in columns:
         if column in corpus_columns:
             table[f"{column}_corpus"] = [direction.corpus[column] for direction in ordered]
-    return DirectionTable(pd.DataFrame(table), dict(zip(columns, resampled, strict=True)))
+    statistics = ResampledScores(
+        directions=[(direction.src_lang, direction.tgt_lang) for direction in ordered],
+        statistics=resampling.signature(),
+        means=means,
+        resamples=dict(zip(columns, resampled, strict=True)),
+        sentences={
+            column: np.array([direction.sentences[column] for direction in ordered], dtype=str)
+            for column in columns
+        },
+    )
+    return DirectionTable(pd.DataFrame(table), statistics)
 
 
 def direction_scores(
@@ -157,6 +188,16 @@ def direction_scores(
     corpus_metrics: Sequence[CorpusMetric] = (),
 ) -> pd.DataFrame:
     """scores.csv for rows of any directions in memory (see `score_table`)."""
+    return direction_table(rows, metric_columns, resampling, corpus_metrics).scores
+
+
+def direction_table(
+    rows: pd.DataFrame,
+    metric_columns: Sequence[str],
+    resampling: Resampling,
+    corpus_metrics: Sequence[CorpusMetric] = (),
+) -> DirectionTable:
+    """`score_table` of rows of any directions in memory."""
     columns = numeric_columns(rows, metric_columns)
     directions = [
         direction_values(
@@ -165,7 +206,7 @@ def direction_scores(
         for key, group in rows.groupby(GROUP_COLUMNS, sort=True)
     ]
     corpus_columns = {metric.corpus_column for metric in corpus_metrics}
-    return score_table(directions, columns, corpus_columns, resampling).scores
+    return score_table(directions, columns, corpus_columns, resampling)
 
 
 def summary(table: DirectionTable) -> pd.DataFrame:
@@ -199,7 +240,7 @@ def summary(table: DirectionTable) -> pd.DataFrame:
         record |= part[averaged].mean().to_dict()
         if COST in part:  # what the group's directions cost together
             record[COST] = part[COST].sum()
-        for column, resampled in table.resampled.items():
+        for column, resampled in table.resampled.resamples.items():
             interval = macro_interval(resampled[part.index.to_numpy()])
             record[f"{column}_ci_low"], record[f"{column}_ci_high"] = interval
         records.append(record)
@@ -215,9 +256,9 @@ def write_aggregates(
     outputs: dict[str, Path],
     timing: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Write `scores` (csv), `summary` (csv) and `scored_rows` (parquet) from scored files;
-    the cost of each direction, where `timing` (see `timing_table`) holds one, goes beside
-    its scores.
+    """Write `scores` (csv), `summary` (csv), `scored_rows` (parquet) and `resampled` (npz,
+    see `results.resampled`) from scored files; the cost of each direction, where
+    `timing` (see `timing_table`) holds one, goes beside its scores.
 
     Files are read one at a time, so memory holds the scores of every direction but the rows of
     only a few.
@@ -256,6 +297,7 @@ def write_aggregates(
         table = replace(table, scores=table.scores.merge(costs, on=list(GROUP_COLUMNS), how="left"))
     write_csv(outputs["scores"], table.scores)
     write_csv(outputs["summary"], summary(table))
+    table.resampled.write(outputs["resampled"])
     return table.scores
 
 

@@ -19,15 +19,10 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
-from bouquet_eval.core.stats import (
-    Resampling,
-    macro_bootstrap_interval,
-    paired_bootstrap_p,
-    paired_samples,
-    pool,
-)
+from bouquet_eval.core.stats import Resampling, paired_bootstrap_p, paired_samples_of, pool
 from bouquet_eval.metrics import COMPOSITE, Metric, metric_columns
-from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS, write_csv
+from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS, direction_table, write_csv
+from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 # The primary metric is the first of these that was computed (else the first metric).
@@ -64,14 +59,34 @@ class ModelResults:
     """scores.csv: one row per direction."""
     rows: pd.DataFrame
     """Sentence scores: src_lang, tgt_lang, uniq_id and the metric columns."""
+    resampled: ResampledScores | None = None
+    """Its aggregation's bootstrap resamples (resampled.npz); made from `rows` where None."""
 
     @classmethod
-    def read(cls, name: str, scores_csv: Path, scored_rows: Path, columns: Sequence[str]) -> Any:
+    def read(
+        cls,
+        name: str,
+        paths: tuple[Path, Path, Path],
+        columns: Sequence[str],
+        resampling: Resampling,
+    ) -> Any:
+        """From its scores.csv, scored_rows.parquet and resampled.npz."""
         import pyarrow.parquet as pq
 
+        scores_csv, scored_rows, resampled = paths
         available = set(pq.read_schema(scored_rows).names)
         wanted = SENTENCE_KEY + [c for c in columns if c in available]
-        return cls(name, pd.read_csv(scores_csv), pd.read_parquet(scored_rows, columns=wanted))
+        return cls(
+            name,
+            pd.read_csv(scores_csv),
+            pd.read_parquet(scored_rows, columns=wanted),
+            ResampledScores.read(resampled, resampling.signature()),
+        )
+
+    def statistics(self, columns: Sequence[str], resampling: Resampling) -> ResampledScores:
+        if self.resampled is not None:
+            return self.resampled
+        return direction_table(self.rows, columns, resampling).resampled
 
     def coverage(self) -> frozenset[tuple[str, str, int]]:
         return frozenset(
@@ -93,7 +108,8 @@ def build_leaderboard(
     primary = primary_metric(columns)
     lower = set(lower_is_better)
     notes = _incomparable(results)
-    records = [_model_record(r, columns, primary, resampling) for r in results]
+    statistics = {r.name: r.statistics(columns, resampling) for r in results}
+    records = [_model_record(r, statistics[r.name], columns, primary) for r in results]
     for record in records:
         record["comparable"] = record["model"] not in notes
         record["note"] = notes.get(record["model"], "")
@@ -114,7 +130,10 @@ def build_leaderboard(
     by_name = {r.name: r for r in results}
     ranked_names = board.loc[ranked, "model"].tolist()
     p_values, clusters = significance_clusters(
-        [by_name[name].rows for name in ranked_names], primary, resampling
+        [by_name[name] for name in ranked_names],
+        [statistics[name] for name in ranked_names],
+        primary,
+        resampling,
     )
     board["p_vs_best"] = (
         pd.Series(dict(zip(ranked_names, p_values, strict=True))).reindex(board["model"]).to_numpy()
@@ -129,7 +148,7 @@ def build_leaderboard(
 
 
 def _model_record(
-    result: ModelResults, columns: Sequence[str], primary: str, resampling: Resampling
+    result: ModelResults, statistics: ResampledScores, columns: Sequence[str], primary: str
 ) -> dict[str, Any]:
     scores = result.scores
     record: dict[str, Any] = {
@@ -137,15 +156,9 @@ def _model_record(
         "n_directions": len(scores),
         "n_sentences": int(scores["n_sentences"].sum()),
     }
-    grouped = result.rows.groupby(GROUP_COLUMNS, sort=True)
     for column in columns:
         record[column] = scores[column].mean()
-        per_direction = (
-            [group[column].to_numpy(dtype=np.float64) for _, group in grouped]
-            if column in result.rows
-            else []
-        )
-        low, high = macro_bootstrap_interval(per_direction, resampling)
+        low, high = statistics.interval(column)
         record[f"{column}_ci_low"] = low
         record[f"{column}_ci_high"] = high
     for group, selected in english_groups(scores).items():
@@ -185,7 +198,10 @@ def _incomparable(results: Sequence[ModelResults]) -> dict[str, str]:
 
 
 def significance_clusters(
-    rows: Sequence[pd.DataFrame], column: str, resampling: Resampling
+    models: Sequence[ModelResults],
+    statistics: Sequence[ResampledScores],
+    column: str,
+    resampling: Resampling,
 ) -> tuple[list[float], list[int]]:
     """For models in rank order: p-value against the best, and significance clusters.
 
@@ -194,17 +210,22 @@ def significance_clusters(
     the current cluster when it is not significantly different from the cluster's best
     model, and starts the next cluster otherwise; cluster 1 holds the models tied with the
     best. A model whose sentences differ from the compared model's gets no cluster.
+
+    Each test is the difference of the two models' resamples (`resampled.paired_bootstrap`),
+    or, where they did not score the same sentences in the same order, made from their rows.
     """
-    if not rows:
+    if not models:
         return [], []
 
     def p_value(first: int, second: int) -> float:
-        return paired_p_value(rows[first], rows[second], column, resampling)
+        if statistics[first].pairs_with(statistics[second], column):
+            return paired_bootstrap(statistics[first], statistics[second], column).pooled_p
+        return paired_p_value(models[first].rows, models[second].rows, column, resampling)
 
-    p_vs_best = [float("nan")] + [p_value(0, i) for i in range(1, len(rows))]
+    p_vs_best = [float("nan")] + [p_value(0, i) for i in range(1, len(models))]
     clusters = [1]
     head = 0
-    for i in range(1, len(rows)):
+    for i in range(1, len(models)):
         p = p_vs_best[i] if head == 0 else p_value(head, i)
         if math.isnan(p):
             raise ValueError(f"no paired sentences to compare on {column}")
@@ -228,11 +249,11 @@ def paired_p_value(
             f"models were not evaluated on the same sentences ({len(baseline)} and "
             f"{len(system)} sentences, {len(merged)} shared)"
         )
-    per_direction = [
-        paired_samples(group[f"{column}_a"], group[f"{column}_b"], resampling)
+    pairs = [
+        (group[f"{column}_a"], group[f"{column}_b"])
         for _, group in merged.groupby(GROUP_COLUMNS, sort=True)
     ]
-    return paired_bootstrap_p(pool(per_direction))
+    return paired_bootstrap_p(pool(paired_samples_of(pairs, resampling)))
 
 
 # --- Markdown -------------------------------------------------------------------------------
@@ -324,13 +345,14 @@ def _row(cells: Sequence[str]) -> str:
 
 def read_results(
     models: Sequence[str],
-    scores_paths: Sequence[Path],
-    rows_paths: Sequence[Path],
+    folders: Sequence[tuple[Path, Path, Path]],
     columns: Sequence[str],
+    resampling: Resampling,
 ) -> list[ModelResults]:
+    """Each model's results from its (scores.csv, scored_rows.parquet, resampled.npz)."""
     return [
-        ModelResults.read(name, scores, rows, columns)
-        for name, scores, rows in zip(models, scores_paths, rows_paths, strict=True)
+        ModelResults.read(name, paths, columns, resampling)
+        for name, paths in zip(models, folders, strict=True)
     ]
 
 

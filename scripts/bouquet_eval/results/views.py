@@ -198,8 +198,12 @@ TEXT_COLUMNS = ("src_text", "ref_text", "mt_text")
 def worst_sentences(rows: pd.DataFrame, column: str, lower: bool, count: int) -> pd.DataFrame:
     """The `count` worst-scored sentences of each direction on `column` (missing scores last)."""
     usable = rows[[*GROUP_COLUMNS, "uniq_id", column]].dropna(subset=[column])
-    ordered = usable.sort_values(column, ascending=not lower, kind="stable")
-    return ordered.groupby(GROUP_COLUMNS, sort=False).head(count)
+    direction = usable.groupby(GROUP_COLUMNS, sort=False).ngroup().to_numpy()
+    scores = usable[column].to_numpy(dtype=float)
+    # By direction, then worst first; ties in the rows' order (lexsort is stable).
+    order = np.lexsort((-scores if lower else scores, direction))
+    starts = np.searchsorted(direction[order], direction[order])
+    return usable.iloc[order[np.arange(order.size) - starts < count]]
 
 
 def sample_sentences(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -210,15 +214,36 @@ def sample_sentences(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 
 def read_texts(path: Path, wanted: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """The text `columns` of the rows of `wanted` (direction and uniq_id) in a scored_rows file."""
+    """The `columns` of the rows of `wanted` (direction and uniq_id) in a scored_rows file.
+
+    The rows are picked out by pyarrow, a batch at a time, before anything becomes Python
+    objects: a model's file holds about 900,000 rows and their texts, the report a few
+    thousand of them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    available = set(pq.read_schema(path).names)
-    read = [c for c in columns if c in available]
-    table = pd.read_parquet(path, columns=[*GROUP_COLUMNS, "uniq_id", *read])
-    table["uniq_id"] = table["uniq_id"].astype(str)
-    keys = wanted[[*GROUP_COLUMNS, "uniq_id"]].astype({"uniq_id": str}).drop_duplicates()
-    return keys.merge(table, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
+    keys = wanted[[*GROUP_COLUMNS, "uniq_id"]].astype(str).drop_duplicates()
+    wanted_keys = pa.array(
+        (keys["src_lang"] + "\x1f" + keys["tgt_lang"] + "\x1f" + keys["uniq_id"]).tolist()
+    )
+    with pq.ParquetFile(path) as scored:
+        read = [c for c in columns if c in scored.schema_arrow.names]
+        chosen = []
+        for batch in scored.iter_batches(columns=[*GROUP_COLUMNS, "uniq_id", *read]):
+            table = pa.Table.from_batches([batch])
+            joined = pc.binary_join_element_wise(
+                *(pc.cast(table[name], pa.string()) for name in (*GROUP_COLUMNS, "uniq_id")),
+                "\x1f",
+            )
+            chosen.append(table.filter(pc.is_in(joined, value_set=wanted_keys)))
+    if not chosen:  # a file without rows
+        return keys.assign(**dict.fromkeys(read))
+    found = pa.concat_tables(chosen, promote_options="permissive").to_pandas()
+    found[["src_lang", "tgt_lang", "uniq_id"]] = found[["src_lang", "tgt_lang", "uniq_id"]].astype(
+        str
+    )
+    return keys.merge(found, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
 
 
 def sentences_data(
@@ -229,7 +254,9 @@ def sentences_data(
     lower: bool,
 ) -> dict[str, Any]:
     """Per direction: its chosen sentences (source, reference, each model's output and score),
-    each model's worst ones and a sample; texts are stored once per sentence."""
+    each model's worst ones and a sample; texts are stored once per sentence, and a model's
+    output only where the page shows it (the sample, and that model's worst sentences), so
+    that the page grows with the number of models, not with its square."""
     worst = {
         model: worst_sentences(rows_by_model[model], column, lower, WORST_SENTENCES)
         for model in models
@@ -239,28 +266,27 @@ def sentences_data(
     wanted = wanted.astype({"uniq_id": str}).drop_duplicates()
     base = read_texts(paths[models[0]], wanted, ("src_text", "ref_text"))
     for model in models:
-        outputs = read_texts(paths[model], wanted, ("mt_text",))
-        scores = rows_by_model[model][[*GROUP_COLUMNS, "uniq_id", column]].astype({"uniq_id": str})
-        outputs = outputs.merge(scores, on=[*GROUP_COLUMNS, "uniq_id"], how="left")
+        outputs = read_texts(paths[model], wanted, ("mt_text", column))
         base = base.merge(
             outputs.rename(columns={"mt_text": f"mt|{model}", column: f"score|{model}"}),
             on=[*GROUP_COLUMNS, "uniq_id"],
             how="left",
         )
+    samples = set(map(tuple, sample[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
+    shown = {
+        model: samples | set(map(tuple, chosen[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
+        for model, chosen in worst.items()
+    }
     directions: dict[str, dict[str, Any]] = {}
-    for (src, tgt), group in base.groupby(GROUP_COLUMNS, sort=True):
-        directions[f"{src}-{tgt}"] = {
-            "sentences": {
-                str(record["uniq_id"]): [
-                    record.get("src_text"),
-                    record.get("ref_text"),
-                    [record.get(f"mt|{m}") for m in models],
-                    _rounded(np.array([record.get(f"score|{m}") for m in models], dtype=float)),
-                ]
-                for record in group.to_dict(orient="records")
-            },
-            "worst": {},
-        }
+    for record in base.sort_values(GROUP_COLUMNS, kind="stable").to_dict(orient="records"):
+        key = (str(record["src_lang"]), str(record["tgt_lang"]), str(record["uniq_id"]))
+        entry = directions.setdefault(f"{key[0]}-{key[1]}", {"sentences": {}, "worst": {}})
+        entry["sentences"][key[2]] = [
+            record.get("src_text"),
+            record.get("ref_text"),
+            [record.get(f"mt|{m}") if key in shown[m] else None for m in models],
+            _rounded(np.array([record.get(f"score|{m}") for m in models], dtype=float)),
+        ]
     for model, chosen in worst.items():
         for (src, tgt), group in chosen.groupby(GROUP_COLUMNS, sort=False):
             entry = directions[f"{src}-{tgt}"]
