@@ -25,6 +25,14 @@ def dataset(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random Llama (tiny_llama.py), built once for every test that runs it."""
+    from .tiny_llama import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
 def python_path(*folders: Path) -> str:
     """PYTHONPATH with `folders` first and this checkout's package before any installed one."""
     inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]

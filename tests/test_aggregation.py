@@ -23,7 +23,7 @@ from bouquet_eval.metrics import (
     load_metrics,
     metric_columns,
 )
-from bouquet_eval.results.aggregate import direction_scores, write_aggregates
+from bouquet_eval.results.aggregate import append_manifest, direction_scores, write_aggregates
 from bouquet_eval.scoring.score import score_rows
 
 from .conftest import SAMPLE, Workflow
@@ -196,3 +196,22 @@ def test_bleu_and_ter_through_the_workflow(workflow: Workflow) -> None:
     (entry,) = json.loads((folder / "manifest.json").read_text())["entries"]
     assert entry["metrics"]["bleu"].startswith("sentence nrefs:1|case:mixed|eff:yes|tok:13a")
     assert entry["metrics"]["ter"].startswith("nrefs:1|case:lc|tok:tercom")
+
+
+def test_direction_scores_skip_missing_values(tmp_path: Path) -> None:
+    rows = pd.DataFrame(
+        {
+            "src_lang": ["a_Latn"] * 3 + ["b_Latn"],
+            "tgt_lang": ["c_Latn"] * 4,
+            "metricx": [10.0, None, 30.0, 5.0],
+        }
+    )
+    scores = direction_scores(rows, ["metricx"], Resampling(bootstrap_resamples=50))
+    assert scores[["src_lang", "n_sentences", "metricx"]].to_dict(orient="records") == [
+        {"src_lang": "a_Latn", "n_sentences": 3, "metricx": 20.0},
+        {"src_lang": "b_Latn", "n_sentences": 1, "metricx": 5.0},
+    ]
+    manifest = tmp_path / "manifest.json"
+    append_manifest(manifest, {"run": 1})
+    append_manifest(manifest, {"run": 2})
+    assert json.loads(manifest.read_text()) == {"entries": [{"run": 1}, {"run": 2}]}

@@ -1,10 +1,9 @@
 """Translator plumbing shared by every backend: bring-your-own translations, reasoning
-traces, pre-flight checks, timing, programmatic use and the settings that count."""
+traces, pre-flight checks, timing and the settings that count."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -13,41 +12,8 @@ import pytest
 from bouquet_eval.planning.plan import model_settings
 from bouquet_eval.translators import model_gpus
 
-from .conftest import REPOSITORY, SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow
 from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
-
-
-def test_api_docs_programmatic_example_then_scoring(
-    workflow: Workflow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The example of docs/api.md, run as written, then its folder scored by the workflow."""
-    page = (REPOSITORY / "docs" / "api.md").read_text(encoding="utf-8")
-    example = re.search(r"<!-- runnable: programmatic -->\n```python\n(.*?)```", page, re.DOTALL)
-    assert example, "the programmatic example of docs/api.md is missing"
-    monkeypatch.chdir(tmp_path)
-    # As in a script of one's own: the workflow, which sets it, is not running.
-    monkeypatch.delenv("BOUQUET_EVAL_HOME", raising=False)
-    exec(compile(example.group(1), "docs/api.md", "exec"), {})
-    produced = sorted(p.name for p in (tmp_path / "runs" / "mine").glob("*.jsonl"))
-    assert produced == ["eng_Latn-cmn_Hans.jsonl", "eng_Latn-fra_Latn.jsonl"]
-
-    workflow.write_config(
-        bounds_config(
-            SAMPLE,
-            directions={"list": ["eng_Latn-cmn_Hans", "eng_Latn-fra_Latn"]},
-            models=[
-                {"name": "mine", "translator": "provided", "path": str(tmp_path / "runs/mine")}
-            ],
-        )
-    )
-    workflow.run()
-    scores = pd.read_csv(workflow.workdir / "runs" / "mine" / "scores.csv")
-    assert len(scores) == 2 and (scores["n_sentences"] == 24).all()
-    given = pd.read_json(tmp_path / "runs" / "mine" / "eng_Latn-fra_Latn.jsonl", lines=True)
-    scored = pd.read_parquet(
-        workflow.workdir / "runs" / "mine" / "eng_Latn-fra_Latn.scored.parquet"
-    )
-    assert scored["mt_text"].tolist() == given["mt_text"].tolist()
 
 
 def write_provided(folder: Path, direction: str, rows: list[dict]) -> Path:

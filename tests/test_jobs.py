@@ -14,6 +14,7 @@ import pytest
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.planning.sharding import assign_shards
+from bouquet_eval.translators.backends import model_cpus
 
 from .conftest import PLUGINS, Workflow
 from .synthetic import synthetic_directions, write_dataset
@@ -199,7 +200,7 @@ def test_jobs_that_need_little_cpu_overlap_on_two_cores(workflow: Workflow, data
     [("copy-source", 1), ("provided", 1), ("openai", 1), ("vllm", 4), ("nllb", 4), ("x.y:Z", 4)],
 )
 def test_translate_cpus_follow_the_translator(translator: str, cpus: int) -> None:
-    assert default_cpus("translate", {}, {"name": "m", "translator": translator}) == cpus
+    assert model_cpus({"name": "m", "translator": translator}) == cpus
 
 
 @pytest.mark.parametrize(
@@ -217,10 +218,10 @@ def test_score_cpus_follow_the_metrics(
     """A job computing them all (verification) asks for the most any family needs."""
     monkeypatch.syspath_prepend(str(PLUGINS))
     config = {"metrics": metrics, "metricx": {"device": device}}
-    assert default_cpus("score", config, None) == cpus
+    assert default_cpus("score", config) == cpus
 
 
 def test_each_family_of_score_jobs_asks_for_its_own_cpus() -> None:
     config = {"metrics": ["chrf", "metricx"], "metricx": {"device": "cuda"}}
-    assert default_cpus("score", config, None, "workflow_cpu") == 1
-    assert default_cpus("score", config, None, "metrics_gpu") == 2
+    assert default_cpus("score", config, "workflow_cpu") == 1
+    assert default_cpus("score", config, "metrics_gpu") == 2

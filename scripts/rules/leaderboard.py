@@ -6,7 +6,6 @@ from pathlib import Path
 import pandas as pd
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.leaderboard import (
     build_leaderboard,
@@ -29,9 +28,9 @@ def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         plan = snakemake.params.plan
         models = snakemake.params.models
-        metrics = load_metrics(snakemake.params.metrics, snakemake.config)
+        metrics = load_metrics(plan.metrics, plan.config)
         columns = score_columns(metrics)
-        resampling = Resampling(**snakemake.config["statistics"])
+        resampling = plan.resampling
         inputs = snakemake.input
         results = read_results(
             models,

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.core.stats import Resampling
-from bouquet_eval.data.dataset import as_direction
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -26,11 +24,10 @@ def main(snakemake: SnakemakeJob) -> None:
         gpu_lease(snakemake.resources.gpu, GPU_LEASES),
         tempfile.TemporaryDirectory(prefix="received-") as unpacked,
     ):
-        config = snakemake.config
         plan = snakemake.params.plan
         output = Path(snakemake.output[0])
         submission = snakemake.params.submission
-        configured = [as_direction(d) for d in snakemake.params.directions]
+        configured = list(plan.directions)
         folder = output.parent
         if submission is not None:
             # Only scores.csv and the translations of the dataset's directions it lists, under
@@ -41,14 +38,14 @@ def main(snakemake: SnakemakeJob) -> None:
             submission.unpack(folder, [*configured, *submission.directions])
             log.info("submission '%s': its files to be read are in %s", submission.source, folder)
         claimed = read_claim(folder / "scores.csv")
-        metrics = load_metrics(snakemake.params.metrics, config)
+        metrics = load_metrics(plan.metrics, plan.config)
         recomputed = rescore(
             folder,
             directions_to_verify(configured, claimed, plan.dataset.directions()),
             plan.dataset,
-            config["limit"],
+            plan.limit,
             metrics,
-            Resampling(**config["statistics"]),
+            plan.resampling,
         )
         verification = compare_scores(
             claimed, recomputed, {**tolerances(metrics), **snakemake.params.tolerance}

@@ -1,6 +1,9 @@
 # A model's aggregates. They are update() outputs: when the job fails, Snakemake puts the
 # previous ones back, so a failure never leaves a model without them; that they are then not
-# current is seen from their provenance records (see aggregate_stamp in common.smk).
+# current is seen from their provenance records (see aggregate_stamp in planning.smk).
+import re
+
+
 rule aggregate:
     input:
         scored=scored_files_of_model,

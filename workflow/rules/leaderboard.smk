@@ -1,5 +1,7 @@
 # The leaderboard across models and the figures of the Snakemake report, in one job (it
 # reads the scored rows once): part of `all`.
+
+
 rule leaderboard:
     input:
         scores=model_files("scores.csv"),
@@ -70,10 +72,11 @@ rule leaderboard:
     conda:
         "../../envs/workflow.yaml"
     params:
-        models=list(MODELS),
-        metrics=config["metrics"],
-        statistics=config["statistics"],
         plan=PLAN,
+        models=list(MODELS),
         baseline=config["compare"]["baseline"],
+        # Only so that a change reruns the job: Snakemake records builtin values, never the
+        # plan, which is what the script reads.
+        rerun_when={"metrics": list(PLAN.metrics), "statistics": PLAN.statistics},
     script:
         "../../scripts/rules/leaderboard.py"

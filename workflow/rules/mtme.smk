@@ -10,9 +10,13 @@ rule mtme:
     conda:
         "../../envs/workflow.yaml"
     params:
-        models=list(MODELS),
-        metrics=config["metrics"],
-        directions=[direction.name for direction in DIRECTIONS],
         plan=PLAN,
+        models=list(MODELS),
+        # Only so that a change reruns the job: Snakemake records builtin values, never the
+        # plan, which is what the script reads.
+        rerun_when={
+            "metrics": list(PLAN.metrics),
+            "directions": [direction.name for direction in DIRECTIONS],
+        },
     script:
         "../../scripts/rules/mtme.py"

@@ -53,7 +53,8 @@ sys.path.insert(0, PACKAGE_ROOT)
 def give_jobs_the_package():
     """Put the package first on the PYTHONPATH that jobs inherit: a job unpickles its plan
     before any line of its script runs, so its environment must find the package; called
-    once Snakemake plans the run (common.smk), as a module's `onstart` is never run."""
+    once Snakemake plans the run (planning.smk), as a module's `onstart` is never run.
+    """
     inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if inherited[0] != PACKAGE_ROOT:
         os.environ.update(

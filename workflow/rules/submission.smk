@@ -1,5 +1,8 @@
 # A submission per model (`snakemake submission`) and the check of a model's claimed scores
 # (`snakemake verify`); neither is part of `all`.
+import re
+
+
 rule submission_model:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
@@ -51,15 +54,12 @@ rule verify_model:
     resources:
         **job_resources("score", score_gpus()),
     params:
-        claim=verification_fingerprint,
         submission=lambda wildcards: CLAIMS[wildcards.model],
-        directions=[direction.name for direction in DIRECTIONS],
-        metrics=config["metrics"],
-        metric_settings=PLAN.score_settings,
-        limit=config["limit"],
-        dataset=DATASET.identity,
-        tolerance=config["verify"]["tolerance"],
         plan=PLAN,
+        tolerance=config["verify"]["tolerance"],
+        # Only so that a change reruns the job: Snakemake records builtin values, never the
+        # plan, which is what the script reads.
+        rerun_when=verification_inputs,
     script:
         "../../scripts/rules/verify_model.py"
 

@@ -1,7 +1,7 @@
 # One job per model and shard: the translator is loaded once and translates every direction
 # of its shard that is not current. Outputs are update() so that Snakemake keeps the finished
 # directions of a shard when it reruns for a missing one; whether a kept output is current is
-# decided from its provenance record (see translation_stamp in common.smk and
+# decided from its provenance record (see translation_stamp in planning.smk and
 # bouquet_eval.core.freshness).
 for model in MODELS.values():
     if model.translated_in_place:

@@ -1,11 +1,17 @@
 """Where the workflow's own files are, and command lines that can be pasted anywhere.
 
 `BOUQUET_EVAL_HOME` names the workflow's files (the repository, or the copy of it that a run as
-a Snakemake module makes). The workflow sets it for itself and its jobs; outside the workflow
-(a script of one's own, a shell) it defaults to the repository this package is imported from.
+a Snakemake module makes) in configuration paths. The workflow never sets the variable: its
+plan expands `${BOUQUET_EVAL_HOME}` with the folder its Snakefile came from
+(`planning.plan.Sources`), and its jobs receive the expanded paths. Outside the workflow (a
+script of one's own, a shell) it defaults to the repository this package is imported from.
+
 Command lines the project prints name the Snakefile by its absolute path and the configuration
-files by theirs, so that they work from any directory; what a message tells the user to do is
-said in the terms of the interface they use (`interface`).
+files by theirs, so that they work from any directory: `given_configfiles` reads them from the
+process's command line (`sys.argv`), which is all this module reads besides the environment;
+the workflow reads it so only to print a message (a dataset the Hugging Face cache lacks, while
+Snakemake parses it). What a message tells the user to do is said in the terms of the interface
+they use (`interface`). Nothing here writes.
 """
 
 from __future__ import annotations

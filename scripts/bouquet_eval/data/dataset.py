@@ -65,18 +65,28 @@ class DatasetSource:
 
     root: Path
     identity: dict[str, Any]
+    listed: tuple[str, ...] | None = None
+    """The names of the folder's files as the Hub listed them, when they are yet to be
+    downloaded into `root` (`resolve_dataset(download=False)`, then `download_dataset`)."""
 
     def file(self, direction: Direction) -> Path:
         return self.root / f"{direction.name}.parquet"
 
     def directions(self) -> list[Direction]:
         """Every direction that has a file, sorted."""
+        names = (
+            self.listed
+            if self.listed is not None
+            else [p.name for p in self.root.glob("*.parquet")]
+        )
         found = []
-        for path in self.root.glob("*.parquet"):
+        for name in names:
+            if not name.endswith(".parquet"):
+                continue
             try:
-                found.append(Direction.parse(path.stem))
+                found.append(Direction.parse(name.removesuffix(".parquet")))
             except ValueError as error:
-                raise ConfigError(f"dataset file {path}: {error}") from None
+                raise ConfigError(f"dataset file {self.root / name}: {error}") from None
         if not found:
             raise ConfigError(f"dataset folder {self.root} holds no <src>-<tgt>.parquet files")
         return sorted(found)
@@ -274,14 +284,19 @@ def _read_index(index: Path | None) -> dict[str, Any]:
     return known if isinstance(known, dict) else {}
 
 
-def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetSource:
+def resolve_dataset(
+    settings: dict[str, Any], *, fetch: bool = True, download: bool = True
+) -> DatasetSource:
     """Find the dataset's files: a local folder (of parquet files, or one that `datasets`'
     save_to_disk wrote, see `bouquet_eval.data.saved`), or the hub snapshot at the configured
     revision.
 
     From the hub, `fetch=True` resolves the revision on the Hub (a branch that moved is
-    noticed) and downloads what the cache lacks; `fetch=False` reads only the local cache, as
-    the workflow's jobs do once its main process has fetched (see `bouquet_eval.data.hub`).
+    noticed) and, with `download`, downloads what the cache lacks; without `download` only the
+    Hub's listing is read and nothing is written (`download_dataset` downloads later: the
+    workflow plans this way while Snakemake parses it). `fetch=False` reads only the local
+    cache, as the workflow's jobs do once its main process has fetched (see
+    `bouquet_eval.data.hub`).
     """
     if settings.get("path"):
         root = expand_path(settings["path"])
@@ -292,20 +307,36 @@ def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetS
         if is_saved_by_datasets(root):
             return DatasetSource(*saved_layout(root, settings.get("split", "test"), fetch=fetch))
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
-    return _hub_snapshot(settings, fetch)
+    return _hub_snapshot(settings, fetch, download)
 
 
-def _hub_snapshot(settings: dict[str, Any], fetch: bool) -> DatasetSource:
+def _hub_snapshot(settings: dict[str, Any], fetch: bool, download: bool) -> DatasetSource:
     subdir = f"{HUB_LAYOUT[settings['config']]}/{settings['split']}"
     name, revision = settings["name"], settings["revision"]
     what = f"dataset {name}@{revision} ({settings['config']}, {settings['split']})"
-    patterns = [f"{subdir}/*.parquet"]
-    snapshot = hub.snapshot(
-        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=without_the_hub()
-    )
-    root = snapshot / subdir
-    if not root.is_dir():
-        raise ConfigError(f"{what}: the repository has no {subdir}/ folder at that revision")
+    no_folder = ConfigError(f"{what}: the repository has no {subdir}/ folder at that revision")
+    listed = None
+    if fetch and not download:
+        located = hub.locate(
+            name, "dataset", revision, subdir, what=what, otherwise=without_the_hub()
+        )
+        if located is not None and not located.names:
+            raise no_folder
+        if located is not None:
+            snapshot, listed = located.snapshot, located.names
+        fetch = False  # the Hub could not be asked: the cache is read as it is
+    if listed is None:
+        snapshot = hub.snapshot(
+            name,
+            "dataset",
+            revision,
+            [f"{subdir}/*.parquet"],
+            fetch=fetch,
+            what=what,
+            otherwise=without_the_hub(),
+        )
+        if not (snapshot / subdir).is_dir():
+            raise no_folder
     identity = {
         "name": name,
         "config": settings["config"],
@@ -314,7 +345,24 @@ def _hub_snapshot(settings: dict[str, Any], fetch: bool) -> DatasetSource:
         # The snapshot folder is named after the commit the revision resolved to.
         "commit": snapshot.name,
     }
-    return DatasetSource(root, identity)
+    return DatasetSource(snapshot / subdir, identity, listed)
+
+
+def download_dataset(source: DatasetSource) -> None:
+    """Download what the cache lacks of a dataset resolved without downloading; nothing for a
+    local folder or a dataset read from the cache. ConfigError when the revision has moved on
+    the Hub since it was resolved: the plan was made for the commit it named then."""
+    if source.listed is None:
+        return
+    identity = source.identity
+    settings = {key: identity[key] for key in ("name", "config", "split", "revision")}
+    fetched = _hub_snapshot(settings, fetch=True, download=True)
+    if fetched.identity["commit"] != identity["commit"]:
+        raise ConfigError(
+            f"dataset {identity['name']}@{identity['revision']} moved on the Hub from commit "
+            f"{identity['commit']} to {fetched.identity['commit']} while the run was planned: "
+            "start it again"
+        )
 
 
 DEFAULT_DATASET = {

@@ -139,6 +139,62 @@ def snapshot(
     return Path(folder)
 
 
+@dataclass(frozen=True)
+class Located:
+    """Files of one folder of a repository at one commit, before they are fetched: the cache
+    folder the repository's files have at that commit (it may not exist yet), and the names of
+    the folder's files."""
+
+    snapshot: Path
+    names: tuple[str, ...]
+
+
+def locate(
+    repo_id: str, repo_type: str, revision: str, folder: str, *, what: str, otherwise: str = ""
+) -> Located | None:
+    """Ask the Hub which commit `revision` is and which files `folder` holds there, writing
+    nothing: neither the cache nor its record of the revision changes (`snapshot` with
+    `fetch=True` then downloads them). None when the Hub cannot be asked (HF_HUB_OFFLINE, no
+    network, an error status) and the cache holds the repository at `revision`: it is read as
+    it is, as `snapshot` would read it; HubError when it does not, or the revision is unknown.
+    """
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.file_download import repo_folder_name
+    from huggingface_hub.hf_api import RepoFile
+
+    try:
+        if offline():
+            raise OSError("HF_HUB_OFFLINE is set")
+        api = HfApi()
+        # Not `resolve_revision`, which records the revision's commit in the cache.
+        commit = api.repo_info(repo_id, repo_type=repo_type, revision=revision).sha
+        if commit is None:
+            raise OSError("the Hub named no commit for the revision")
+        try:
+            entries = list(
+                api.list_repo_tree(
+                    repo_id, path_in_repo=folder, repo_type=repo_type, revision=commit
+                )
+            )
+        except EntryNotFoundError:  # no such folder at that commit
+            entries = []
+    except RevisionNotFoundError as error:
+        raise HubError(explain(error, what, repository_url(repo_id, repo_type), True)) from None
+    except Exception as error:
+        try:
+            snapshot(repo_id, repo_type, revision, [f"{folder}/*"], fetch=False, what=what)
+        except HubError:
+            url = repository_url(repo_id, repo_type)
+            raise HubError(explain(error, what, url, True, otherwise)) from None
+        return None
+    cached = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+    names = sorted(
+        entry.path.removeprefix(f"{folder}/") for entry in entries if isinstance(entry, RepoFile)
+    )
+    return Located(cached / "snapshots" / commit, tuple(names))
+
+
 def fetch(need: HubFiles) -> Fetched:
     """Download what `need` names at its revision, unless cached; which files, at which commit."""
     from huggingface_hub import HfApi, hf_hub_download

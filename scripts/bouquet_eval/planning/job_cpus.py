@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from bouquet_eval.metrics.records import MetricSet
-from bouquet_eval.translators.backends import model_cpus
 
 AGGREGATE_CPUS = 1
 
@@ -26,17 +25,9 @@ def score_cpus(config: Mapping[str, Any], family: str | None = None) -> int:
     return max(metrics.family_cpus(name) for name in families)
 
 
-def default_cpus(
-    stage: str,
-    config: Mapping[str, Any],
-    model: Mapping[str, Any] | None,
-    family: str | None = None,
-) -> int:
-    """CPUs of a job of `stage` (translate, score, aggregate); `model` for translate jobs, the
-    metrics' `family` for score jobs."""
-    if stage == "translate":
-        assert model is not None, "a translate job belongs to a model"
-        return model_cpus(model)
+def default_cpus(stage: str, config: Mapping[str, Any], family: str | None = None) -> int:
+    """CPUs of a score or aggregate job, the metrics' `family` for score jobs; a translate
+    job's are its model's (`translators.backends.model_cpus`, in the plan)."""
     if stage == "score":
         return score_cpus(config, family)
     return AGGREGATE_CPUS

@@ -6,9 +6,12 @@ dataset or the secrets' names from the configuration themselves. Snakemake recor
 parameters only when they are builtin values, so these objects never make it rerun a job:
 whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
 
-Building a plan reads files (the configuration's schema, the dataset's folder) and, where
-`fetch` is set, asks the Hub which commit the dataset's revision is; it writes nothing else and
-changes no environment variable.
+Building a plan reads files (the configuration's schema, the dataset's folder or the Hugging
+Face cache) and, for a dataset on the Hub where `fetch` is set, asks the Hub which commit the
+dataset's revision is and which files it holds there. It downloads nothing and writes nothing,
+and changes no environment variable: the workflow's main process downloads the dataset's files
+(`data.dataset.download_dataset`), checks them and announces the selection once Snakemake plans
+the run, not while it parses the workflow.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from bouquet_eval.core.environment import workflow_commit
 from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
@@ -33,10 +37,13 @@ from bouquet_eval.data.outputs import (
     translation_output,
 )
 from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
+    model_cpus,
+    model_environment,
     model_gpus,
     prompt_fn_spec,
     translator_arguments,
@@ -73,6 +80,15 @@ class ModelPlan:
     provided: Path | None
     """The folder of translations brought from elsewhere (translator `provided`)."""
     gpus: int
+    """GPUs of each of its translate jobs."""
+    cpus: int
+    """CPUs of each of its translate jobs unless `resources` says otherwise."""
+    environment: str
+    """The conda environment of its translate jobs (envs/<environment>.yaml)."""
+    price: Mapping[str, Any] | None
+    """Its prices per million tokens (`prices.<name>`), None where none are given."""
+    batch: bool
+    """Whether it translates through the Batch API, at its discount."""
     shards: Mapping[str, Sequence[Direction]]
     dataset: DatasetSource | None = None
     """Its own sentences, where they are not the run's dataset (a judged system's)."""
@@ -149,6 +165,15 @@ class Plan:
             for direction in directions
         ]
 
+    @property
+    def statistics(self) -> dict[str, Any]:
+        """The `statistics` settings: resamples, seed and confidence of the intervals."""
+        return dict(self.config["statistics"])
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(**self.statistics)
+
     def dataset_of(self, model: ModelPlan) -> DatasetSource:
         return model.dataset or self.dataset
 
@@ -181,7 +206,8 @@ def load_plan(
     config: dict[str, Any], schema: Path, sources: Sources, *, fetch: bool = True
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
-    setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    setting at fault. `fetch`: whether the Hub may be asked which files the dataset holds
+    (see `data.dataset.resolve_dataset`); nothing is downloaded."""
     plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
@@ -191,7 +217,7 @@ def load_plan(
     dataset_settings = dict(config["dataset"])
     if dataset_settings.get("path"):
         dataset_settings["path"] = str(expand_path(dataset_settings["path"], home))
-    dataset = resolve_dataset(dataset_settings, fetch=fetch)
+    dataset = resolve_dataset(dataset_settings, fetch=fetch, download=False)
     selected = select_directions(
         dataset.directions(),
         src_filter=config["directions"]["src_langs"],
@@ -207,6 +233,7 @@ def load_plan(
             config["limit"],
             assign_shards(directions, entry.get("shards", config["shards"]), part),
             home,
+            model_price(config, entry),
         )
         for entry in config["models"]
     }
@@ -225,7 +252,12 @@ def load_plan(
                 folder=folder,
                 translation_settings={},
                 provided=None,
+                # Judged systems are scored, never translated: no translate job asks for these.
                 gpus=0,
+                cpus=1,
+                environment="workflow",
+                price=None,
+                batch=False,
                 shards=assign_shards(system_directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
             )
@@ -298,9 +330,10 @@ def plan_model(
     limit: int | None,
     shards: Mapping[str, Sequence[Direction]] | None = None,
     home: Mapping[str, str] | None = None,
+    price: Mapping[str, Any] | None = None,
 ) -> ModelPlan:
     """A model entry of the configuration, its outputs in `folder`; `home`: variables that
-    its paths may name besides the environment's."""
+    its paths may name besides the environment's; `price`: its entry of `prices`."""
     entry = dict(entry)
     provided = None
     if entry["translator"] == "provided":
@@ -313,6 +346,10 @@ def plan_model(
         translation_settings=translation_settings(entry, limit),
         provided=provided,
         gpus=model_gpus(entry),
+        cpus=model_cpus(entry),
+        environment=model_environment(entry),
+        price=price,
+        batch=is_batch(entry),
         shards=shards or {},
     )
 

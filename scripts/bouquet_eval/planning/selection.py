@@ -2,7 +2,8 @@
 
 The workflow prints it as the first line of its own output, before Snakemake's plan, and
 writes it to the file that $BOUQUET_EVAL_SELECTION_FILE names, if set (the `bouquet-eval`
-command reads it there to count progress over the selected directions).
+command reads it there to count progress over the selected directions): once Snakemake plans
+the run, never while it parses the workflow.
 """
 
 from __future__ import annotations
