@@ -28,7 +28,6 @@ rule leaderboard:
             category="3. Sentences",
             labels={"figure": "worst and sample sentences"},
         ),
-        heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "4. Heatmaps"),
         distributions=[
             report(
                 path,
@@ -68,3 +67,32 @@ rule leaderboard:
         baseline=config["compare"]["baseline"],
     script:
         "../../scripts/rules/leaderboard.py"
+
+
+# Each model's heatmaps, from its scores alone: adding a model draws only its own. Part of
+# `all` beside the leaderboard.
+rule heatmaps:
+    input:
+        scores=OUTPUT_DIR / "{model}" / "scores.csv",
+    output:
+        heatmaps=[
+            report(
+                heatmap_path(REPORT_DIR, "{model}", column),
+                caption="../report/heatmap.rst",
+                category="4. Heatmaps",
+                subcategory="{model}",
+                labels={"model": "{model}", "metric": column},
+            )
+            for column in SCORE_COLUMNS
+        ],
+    log:
+        "logs/{model}/heatmaps.log",
+    wildcard_constraints:
+        model="|".join(re.escape(name) for name in MODELS),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        metrics=config["metrics"],
+        columns=SCORE_COLUMNS,
+    script:
+        "../../scripts/rules/heatmaps.py"

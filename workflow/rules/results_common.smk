@@ -1,11 +1,7 @@
 # Helpers and constants of the results rules (leaderboard.smk, submission.smk).
 from bouquet_eval.results.leaderboard import score_columns
-from bouquet_eval.results.report import figure_paths
+from bouquet_eval.results.report import figure_paths, heatmap_path
 from bouquet_eval.results.verify import claim_fingerprint
-
-# Snakemake's report(), under a name its parser does not take for the `report:` keyword when
-# it starts a line.
-from snakemake.io import report as report_item
 
 # The per-sentence score columns of the configured metrics (labels such as GlotLID's
 # predicted language left out): one figure each.
@@ -17,20 +13,6 @@ FIGURES = figure_paths(REPORT_DIR, list(MODELS), SCORE_COLUMNS)
 def model_files(name):
     """One file of every configured model's folder, in the order of `models`."""
     return [f"{model_dir(model)}/{name}" for model in MODELS.values()]
-
-
-def figures_of_models(kind, caption, category):
-    """report() outputs of one figure per model and metric, labelled with both."""
-    return [
-        report_item(
-            path,
-            caption=caption,
-            category=category,
-            subcategory=model,
-            labels={"model": model, "metric": column},
-        )
-        for (model, column), path in FIGURES[kind].items()
-    ]
 
 
 from bouquet_eval.results.verify import claim_fingerprint

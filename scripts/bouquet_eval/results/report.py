@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,14 @@ from bouquet_eval.results.leaderboard import (
     metric_columns_of,
 )
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
-from bouquet_eval.results.views import results_data, results_page, sentences_data, sentences_page
+from bouquet_eval.results.views import (
+    WORST_SENTENCES,
+    results_data,
+    results_page,
+    sentences_data,
+    sentences_page,
+    worst_sentences,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -504,14 +511,29 @@ def usage_line(timing: Mapping[str, Any]) -> str:
     return f"<p>{html.escape('; '.join(parts))}.</p>" if parts else ""
 
 
+def heatmap_path(folder: Path, model: str, column: str) -> Path:
+    return folder / "heatmaps" / f"{model}.{column}.svg"
+
+
+def write_heatmaps(
+    paths: Mapping[str, Path], scores: pd.DataFrame, model: str, lower: set[str]
+) -> None:
+    """One model's heatmaps, one per metric column at its path in `paths`: they need its
+    scores alone, so each model's are drawn by its own job, and adding a model draws only its
+    own."""
+    for column, path in paths.items():
+        write_svg(path, heatmap(scores, column, model, lower))
+
+
 def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:
-    """Where each figure goes; the workflow declares the same paths as outputs."""
+    """Where each figure goes; the workflow declares the same paths as outputs (the heatmaps
+    are each model's, `write_heatmaps`; the rest the leaderboard job's, `write_figures`)."""
     pairs = [(model, column) for model in models for column in columns]
     return {
         "leaderboard": folder / "leaderboard.html",
         "results": folder / "results.html",
         "sentences": folder / "sentences.html",
-        "heatmaps": {(m, c): folder / "heatmaps" / f"{m}.{c}.svg" for m, c in pairs},
+        "heatmaps": {(m, c): heatmap_path(folder, m, c) for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
         "timing": folder / "timing.svg",
@@ -539,29 +561,68 @@ def write_figures(
     resampling: Resampling,
     baseline: str | None = None,
 ) -> None:
-    """Every figure and page at its place in `paths` (see `figure_paths`); `scored_rows` are
+    """Every figure and page at its place in `paths` (see `figure_paths`) but the models'
+    heatmaps (`write_heatmaps`); `scored_rows` are
     the models' scored_rows.parquet (the sentence page's texts), `baseline` the model the
     results page compares the others with (by default the best ranked one)."""
     scores = {r.name: r.scores for r in results}
     # Models in leaderboard order, best first, in every figure.
     ordered = [name for name in board["model"] if name in scores]
-    rows = {r.name: r.rows for r in results}
+    by_name = {r.name: r for r in results}
     primary = board.attrs["primary"]
     write_text(paths["leaderboard"], leaderboard_page(board, lower))
     columns = list(paths["distributions"])
     statistics = {r.name: r.statistics(columns, resampling) for r in results}
-    versus = versus_baseline(board, rows, statistics, baseline, resampling)
+    versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
-    sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
+    distributed, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
+    sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
     write_text(paths["sentences"], sentences_page(sentences, STYLE))
-    for (model, column), path in paths["heatmaps"].items():
-        write_svg(path, heatmap(scores[model], column, model, lower))
     for column, path in paths["distributions"].items():
-        write_svg(path, distributions({m: rows[m] for m in ordered}, column, lower))
+        write_svg(path, distributions(distributed, column, lower))
     write_svg(paths["comparison"], comparison(scores, board, lower))
     write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
     write_text(paths["run"], run_page(run.config, run.manifests))
+
+
+class LazyRows(Mapping[str, pd.DataFrame]):
+    """Models' sentence scores by name, read when asked for (`ModelResults.rows`)."""
+
+    def __init__(self, results: Mapping[str, ModelResults]) -> None:
+        self.results = results
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.results[name].rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def report_rows(
+    results: Sequence[ModelResults],
+    ordered: Sequence[str],
+    columns: Sequence[str],
+    primary: str,
+    lower: bool,
+) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """What the distributions and the sentence page read of each model's sentence scores,
+    each model's read once and let go: its score columns, and its rows that can be among its
+    worst on `primary` (`views.worst_sentences` picks the same from them as from all rows,
+    in the same order), all of them for the first model (whose sample the page shows).
+    Only these stay in memory, not every model's ~900,000 rows with their keys."""
+    by_name = {r.name: r for r in results}
+    distributed, sentence_rows = {}, {}
+    for position, name in enumerate(ordered):
+        rows = by_name[name].rows
+        distributed[name] = rows[[c for c in columns if c in rows]]
+        sentence_rows[name] = (
+            rows if position == 0 else worst_sentences(rows, primary, lower, WORST_SENTENCES)
+        )
+    return distributed, sentence_rows
 
 
 def versus_baseline(
