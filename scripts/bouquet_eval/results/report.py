@@ -212,27 +212,34 @@ def binned_density(values: np.ndarray, coords: np.ndarray) -> np.ndarray:
     return kernel @ counts / (values.size * bandwidth * np.sqrt(2 * np.pi))
 
 
-def distributions(
-    rows_by_model: Mapping[str, pd.DataFrame], column: str, lower: set[str]
-) -> Figure:
-    """Violin plots of sentence scores per model, with the mean marked."""
+def violin_of(values: pd.Series) -> dict[str, Any] | None:
+    """matplotlib's violin statistics of a model's sentence scores on one metric (their
+    density from `binned_density`, mean, median, extremes); None where it has no score.
+    Made a model at a time: the figure needs these, not the scores."""
     from matplotlib import cbook
 
-    names = [name for name, rows in rows_by_model.items() if column in rows]
-    values = [_finite(rows_by_model[name][column]) for name in names]
+    finite = _finite(values)
+    return cbook.violin_stats([finite], binned_density)[0] if finite.size else None
+
+
+def distributions(
+    violins: Mapping[str, dict[str, Any] | None], column: str, lower: set[str]
+) -> Figure:
+    """Violin plots of sentence scores per model (`violin_of`), with the mean marked."""
+    names = list(violins)
     figure = _figure(7.5, max(2.5, 0.6 * len(names) + 1.3))
     axes = figure.add_subplot()
-    shown = [(i, v) for i, v in enumerate(values) if v.size]
+    shown = [(i, v) for i, name in enumerate(names) if (v := violins[name]) is not None]
     if shown:
         axes.violin(
-            cbook.violin_stats([v for _, v in shown], binned_density),
+            [v for _, v in shown],
             [i for i, _ in shown],
             orientation="horizontal",
             showmedians=True,
             showextrema=True,
         )
         axes.scatter(
-            [v.mean() for _, v in shown],
+            [v["mean"] for _, v in shown],
             [i for i, _ in shown],
             marker="D",
             s=18,
@@ -576,11 +583,11 @@ def write_figures(
     versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
-    distributed, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
+    violins, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
     sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
     write_text(paths["sentences"], sentences_page(sentences, STYLE))
     for column, path in paths["distributions"].items():
-        write_svg(path, distributions(distributed, column, lower))
+        write_svg(path, distributions(violins[column], column, lower))
     write_svg(paths["comparison"], comparison(scores, board, lower))
     write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
     write_text(paths["run"], run_page(run.config, run.manifests))
@@ -608,21 +615,24 @@ def report_rows(
     columns: Sequence[str],
     primary: str,
     lower: bool,
-) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
-    """What the distributions and the sentence page read of each model's sentence scores,
-    each model's read once and let go: its score columns, and its rows that can be among its
-    worst on `primary` (`views.worst_sentences` picks the same from them as from all rows,
-    in the same order), all of them for the first model (whose sample the page shows).
-    Only these stay in memory, not every model's ~900,000 rows with their keys."""
+) -> tuple[dict[str, dict[str, dict[str, Any] | None]], dict[str, pd.DataFrame]]:
+    """What the distributions and the sentence page take of each model's sentence scores,
+    each model's read once and let go: per score column its violin (`violin_of`), and its
+    rows that can be among its worst on `primary` (`views.worst_sentences` picks the same
+    from them as from all rows, in the same order), all of them for the first model (whose
+    sample the page shows). Only these stay in memory, not every model's ~900,000 rows."""
     by_name = {r.name: r for r in results}
-    distributed, sentence_rows = {}, {}
+    violins: dict[str, dict[str, dict[str, Any] | None]] = {c: {} for c in columns}
+    sentence_rows: dict[str, pd.DataFrame] = {}
     for position, name in enumerate(ordered):
         rows = by_name[name].rows
-        distributed[name] = rows[[c for c in columns if c in rows]]
+        for column in columns:
+            if column in rows:
+                violins[column][name] = violin_of(rows[column])
         sentence_rows[name] = (
             rows if position == 0 else worst_sentences(rows, primary, lower, WORST_SENTENCES)
         )
-    return distributed, sentence_rows
+    return violins, sentence_rows
 
 
 def versus_baseline(
