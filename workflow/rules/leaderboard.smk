@@ -1,5 +1,5 @@
-# The leaderboard across models and the figures of the Snakemake report, in one job (it
-# reads the scored rows once): part of `all`.
+# The leaderboard across models and the report's figures and pages that span models, in one
+# job (it reads each model's scored rows once): part of `all`.
 rule leaderboard:
     input:
         scores=model_files("scores.csv"),
