@@ -30,6 +30,8 @@ class LanguagePair:
     systems: dict[str, list[str]]
     scores: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
     """level -> metric name (NAME-REFS) -> system -> scores."""
+    human: dict[str, dict[str, dict[str, list[float | None]]]] = field(default_factory=dict)
+    """level -> human scoring method (NAME) -> system -> scores, None where not judged."""
 
 
 def read_language_pair(test_set: Path, lp: str) -> LanguagePair:
@@ -78,6 +80,21 @@ def read_language_pair(test_set: Path, lp: str) -> LanguagePair:
         if set(scores) != set(systems) - set(refs):
             raise ValueError(f"{path.name}: scores for {sorted(scores)}, systems {sorted(systems)}")
         pair.scores.setdefault(level, {})[metric] = dict(scores)
+    for path in sorted((test_set / "human-scores").glob(f"{lp}.*.score")):
+        # human-scores/<lp>.<NAME>.<LEVEL>.score: a system's score may be None.
+        name, level = path.name.removeprefix(f"{lp}.").removesuffix(".score").rsplit(".", 1)
+        if level not in LEVELS or "." in name:
+            raise ValueError(f"{path.name} is not {lp}.NAME.LEVEL.score")
+        human: dict[str, list[float | None]] = defaultdict(list)
+        for line in _lines(path):
+            system, value = line.split()
+            if system not in systems:
+                raise ValueError(f"{path.name}: unknown system {system}")
+            human[system].append(None if value == "None" else float(value))
+        expected = {"sys": 1, "seg": len(src), "doc": len({d for _, d in docs})}[level]
+        if any(len(values) != expected for values in human.values()):
+            raise ValueError(f"{path.name}: not {expected} scores for every system")
+        pair.human.setdefault(level, {})[name] = dict(human)
     return pair
 
 

@@ -174,7 +174,7 @@ def write_shaped_run(
         config={"dataset": {"name": "facebook/bouquet", "path": str(root / "dataset")}},
         manifests={m: json.loads((output / m / "manifest.json").read_text()) for m in models},
     )
-    paths = figure_paths(output / "report", models, columns)
+    paths = figure_paths(output / "report", models, columns, [str(d) for d in directions])
     write_figures(paths, board, results, rows, run, lower, resampling, models[-1])
     for result in results:
         heatmaps = {c: paths["heatmaps"][result.name, c] for c in columns}

@@ -100,8 +100,32 @@ def test_every_flag_reaches_its_configuration_key(tmp_path: Path, flags, key, va
     assert config["models"][0]["name"] == "my-model" and config["output_dir"] == ".."
 
 
+METAEVAL_FLAGS = [
+    (("--judgements", "met-bouquet"), "metaeval.judgements", "met-bouquet"),
+    (("--judgements-revision", "abc123"), "metaeval.revision", "abc123"),
+    (("--judgements", "met-bouquet", "--metrics", "chrf,bleu"), "metrics", ["chrf", "bleu"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "key", "value"), METAEVAL_FLAGS, ids=[f[1] for f in METAEVAL_FLAGS]
+)
+def test_metaeval_flags_reach_their_keys(tmp_path: Path, flags, key, value) -> None:
+    config = configured("metaeval", *flags, folder=tmp_path / "judged")
+    assert at(config, key) == value
+    # A fresh folder: one model that needs nothing, every direction (no job of theirs runs).
+    assert config["models"] == [{"name": "judged", "translator": "reference"}]
+
+
+def test_judgements_path_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = configured("metaeval", "--judgements", "mine.csv", folder=tmp_path / "m")
+    assert config["metaeval"]["judgements"] == str(tmp_path / "mine.csv")
+
+
 def test_the_reference_lists_no_flag_left_untested() -> None:
     tested = {flag for flags, _, _ in FLAGS for flag in flags if flag.startswith("--")}
+    tested |= {flag for flags, _, _ in METAEVAL_FLAGS for flag in flags if flag.startswith("--")}
     assert set(cli.FLAG_KEYS) - {"--output-dir"} <= tested | {"--dataset-path"}
 
 

@@ -13,13 +13,15 @@ from bouquet_eval.scoring.score import score_directions
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]), gpu_lease(snakemake.resources.gpu, GPU_LEASES):
         plan = snakemake.params.plan
+        folder = Path(snakemake.output[0]).parent
+        dataset, limit = plan.scoring(folder)
         score_directions(
             [direction_of(path) for path in snakemake.output],
-            Path(snakemake.output[0]).parent,
+            folder,
             load_metrics(plan.metrics, plan.config),
-            plan.dataset,
+            dataset,
             plan.score_settings,
-            plan.limit,
+            limit,
             {
                 **job_environment(uses_gpu=snakemake.resources.gpu > 0),
                 "models": metric_models(plan.config),

@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 from bouquet_eval.planning.checks import (
     check_own_objects,
@@ -18,6 +19,7 @@ from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.data.outputs import AGGREGATES
 from bouquet_eval.planning.plan import Sources, load_plan
+from bouquet_eval.data.prefetch import check_hub_needs
 from bouquet_eval.planning.runs import (
     command_line,
     RunningError,
@@ -76,13 +78,24 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
+    for submission in PLAN.received.values():
+        for notice in submission.notices():
+            print(notice, file=sys.stderr)
 
 
 onerror:
-    # Snakemake's error block of each job is hidden with the rest of its job blocks (the
-    # workflow profile's quiet): say which jobs failed and where their logs are.
+    # The workflow's console (logger plugin `bouquet`) shows no job blocks: say which jobs
+    # failed and where their logs are.
     for line in failed_job_report(workflow.scheduler.failed):
         print(line, file=sys.stderr)
+
+
+onsuccess:
+    # Where the results are: the console's last line (bouquet_eval.command.console).
+    logger.info(
+        f"bouquet-eval: results in {OUTPUT_DIR}/ (leaderboard.csv, <model>/scores.csv); "
+        "the report: snakemake --report report.html"
+    )
 
 
 onstart:
@@ -101,6 +114,7 @@ onstart:
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
     refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
+    refuse_what_the_hub_cannot_give(jobs)
 
 
 # Paths are plain strings below: Snakemake handles many thousands of them at this scale.
@@ -413,6 +427,20 @@ def refuse_slurm_placeholders():
             )
 
 
+def refuse_what_the_hub_cannot_give(jobs):
+    """Stop the run before any job starts when a model or tokenizer its jobs would load is
+    neither in the Hugging Face cache nor to be had from the Hub (the same list `prefetch`
+    fetches), naming it and how to fetch it: not in a job, after its model's retries."""
+    translating = {
+        job.params.model for job in jobs if job.rule.name.startswith("translate_")
+    }
+    scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
+    try:
+        check_hub_needs(config, translating, scoring)
+    except ConfigError as error:
+        stop_planning(error, workflow.configfiles)
+
+
 def score_gpus():
     uses_gpu = "metricx" in PLAN.metrics and config["metricx"]["device"] != "cpu"
     return 1 if uses_gpu else 0
@@ -434,3 +462,42 @@ def scored_rows_of_compared_models():
 
 def scored_files_of_model(wildcards):
     return [scored_file(MODELS[wildcards.model], d) for d in DIRECTIONS]
+
+
+# Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.
+def judged_inputs():
+    return [
+        path
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+        for path in (
+            translation_file(model, direction),
+            f"{model_dir(model)}/dataset/{direction}.parquet",
+        )
+    ]
+
+
+DIRECTIONS_OF_JUDGED = {
+    model.name: sorted({d for part in model.shards.values() for d in part})
+    for model in PLAN.judged.values()
+}
+
+
+def judged_scored(wildcards):
+    if PLAN.judgements is None:
+        raise WorkflowError(
+            "bouquet-eval: the metaeval target needs human judgements: set "
+            "metaeval.judgements (docs/metaeval.md)"
+        )
+    return [
+        scored_file(model, direction)
+        for model in PLAN.judged.values()
+        for direction in DIRECTIONS_OF_JUDGED[model.name]
+    ]
+
+
+def judged_agreement():
+    """correlations.csv when human judgements are configured (metaeval.smk), else nothing."""
+    if PLAN.judgements is None:
+        return []
+    return [str(OUTPUT_DIR / "metaeval" / "correlations.csv")]

@@ -7,6 +7,8 @@ rule leaderboard:
         resampled=model_files("resampled.npz"),
         timing=model_files("timing.csv"),
         manifests=model_files("manifest.json"),
+        # With human judgements configured, the page notes each metric's agreement with them.
+        agreement=judged_agreement(),
     output:
         csv=OUTPUT_DIR / "leaderboard.csv",
         markdown=OUTPUT_DIR / "leaderboard.md",
@@ -22,18 +24,25 @@ rule leaderboard:
             category="2. Results by language and direction",
             labels={"figure": "every direction, every model"},
         ),
-        sentences=report(
-            FIGURES["sentences"],
-            caption="../report/sentences.rst",
-            category="3. Sentences",
-            labels={"figure": "worst and sample sentences"},
-        ),
+        # Several pages, each small enough for report.html (see views.SENTENCES_PAGE_BYTES).
+        sentences=[
+            report(
+                path,
+                caption="../report/sentences.rst",
+                category="3. Sentences",
+                labels={
+                    "languages": part.label,
+                    "page": f"{part.number} of {part.count}",
+                },
+            )
+            for part, path in FIGURES["sentences"].items()
+        ],
         distributions=[
             report(
                 path,
                 caption="../report/distributions.rst",
                 category="5. Distributions",
-                labels={"metric": column},
+                labels={"metric": METRIC_LABELS[column]},
             )
             for column, path in FIGURES["distributions"].items()
         ],
@@ -81,7 +90,7 @@ rule heatmaps:
                 caption="../report/heatmap.rst",
                 category="4. Heatmaps",
                 subcategory="{model}",
-                labels={"model": "{model}", "metric": column},
+                labels={"model": "{model}", "metric": METRIC_LABELS[column]},
             )
             for column in SCORE_COLUMNS
         ],

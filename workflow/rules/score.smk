@@ -1,7 +1,8 @@
 # Scoring follows the shards of translation, so that a metric model loads once per job. The
 # job also reads the dataset's files, to check the translations against them; a change to one
 # is seen by the planner (score_stamp), which keeps Snakemake's inputs, and so its plan, small.
-for model in MODELS.values():
+# Judged systems (metaeval) are scored by the same jobs, each as a model of its own.
+for model in [*MODELS.values(), *PLAN.judged.values()]:
     for shard, directions in model_shards(model).items():
 
         rule:

@@ -14,7 +14,7 @@ changes no environment variable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,15 @@ from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
+from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
     score_settings,
     scored_output,
     translation_output,
 )
-from bouquet_eval.planning.schema import validate_config
+from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
@@ -71,6 +73,8 @@ class ModelPlan:
     """The folder of translations brought from elsewhere (translator `provided`)."""
     gpus: int
     shards: Mapping[str, Sequence[Direction]]
+    dataset: DatasetSource | None = None
+    """Its own sentences, where they are not the run's dataset (a judged system's)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -98,9 +102,20 @@ class Plan:
     metrics: Sequence[str]
     score_settings: Mapping[str, Any]
     """What decides a direction's scores (`outputs.score_settings`)."""
+    received: Mapping[str, ReceivedSubmission]
+    """Submissions received for verification (`submissions`), by model name."""
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
+    judgements: JudgementSource | None = None
+    """The human judgements of `metaeval`, checked; None when none are configured."""
+    judged: Mapping[str, ModelPlan] = field(default_factory=dict)
+    """Each judged system as a model whose translations are given: scored by the score jobs."""
+
+    def __str__(self) -> str:
+        # What Snakemake shows of a job's params (its report embeds them unescaped in a
+        # script element): a summary, with no text of the configuration.
+        return f"plan of {len(self.models)} model(s) on {len(self.directions)} direction(s)"
 
     @property
     def limit(self) -> int | None:
@@ -127,12 +142,22 @@ class Plan:
     def scored_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
+        dataset = self.dataset_of(model)
         return [
-            scored_output(
-                model.folder, direction, self.score_settings, self.dataset.file(direction)
-            )
+            scored_output(model.folder, direction, self.score_settings, dataset.file(direction))
             for direction in directions
         ]
+
+    def dataset_of(self, model: ModelPlan) -> DatasetSource:
+        return model.dataset or self.dataset
+
+    def scoring(self, folder: Path) -> tuple[DatasetSource, int | None]:
+        """The dataset and sentence limit of the score job of the model whose folder is given
+        (a judged system's sentences are all of its judged ones)."""
+        for model in self.judged.values():
+            if model.folder == folder:
+                return self.dataset_of(model), None
+        return self.dataset, self.limit
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)
@@ -143,6 +168,7 @@ def load_plan(
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
     setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
     validate_config(config, schema)
@@ -171,6 +197,24 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
+    received = receive_submissions(config["submissions"], dataset, home)
+    judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
+    judged = {}
+    if judgements is not None:
+        for system, (folder, system_directions) in judged_systems(
+            judgements, dataset.directions(), output_dir
+        ).items():
+            # Named apart from the models, whose rules and logs share the namespace.
+            judged[system] = ModelPlan(
+                name=f"metaeval/{system}",
+                entry={"name": system},
+                folder=folder,
+                translation_settings={},
+                provided=None,
+                gpus=0,
+                shards=assign_shards(system_directions, config["shards"], None),
+                dataset=DatasetSource(folder / "dataset", {"judged system": system}),
+            )
     return Plan(
         config=config,
         sources=sources,
@@ -181,8 +225,30 @@ def load_plan(
         models=models,
         metrics=tuple(config["metrics"]),
         score_settings=score_settings(config["metrics"], config),
+        received=received,
         secret_variables=secret_variables(config),
+        judgements=judgements,
+        judged=judged,
     )
+
+
+def receive_submissions(
+    paths: Sequence[str], dataset: DatasetSource, home: Mapping[str, str]
+) -> dict[str, ReceivedSubmission]:
+    """The received submissions by model name, each read as data (bouquet_eval.data.received)."""
+    received: dict[str, ReceivedSubmission] = {}
+    known = dataset.directions() if paths else []
+    for index, path in enumerate(paths):
+        key = f"submissions[{index}]"
+        submission = receive(expand_path(path, home), known, key)
+        if submission.name in received:
+            raise SubmissionError(
+                f"submissions '{received[submission.name].source}' and '{path}' are both of "
+                f"model '{submission.name}'",
+                key,
+            )
+        received[submission.name] = submission
+    return received
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:

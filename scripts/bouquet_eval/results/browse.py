@@ -22,7 +22,7 @@ from functools import cached_property
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
+from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import asset, describe_language
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ FACETS = ("domain", "register")
 """Dataset columns the page filters on, where the dataset has them."""
 NOT_SCORES = {*GROUP_COLUMNS, "uniq_id", *TEXTS, "mt_raw"}
 CACHED_DIRECTIONS = 8
+IDLE_SECONDS = 5
 
 
 class BrowseError(ValueError):
@@ -99,10 +101,17 @@ class Run:
     """An output folder: its models (in leaderboard order when there is one) and dataset."""
 
     def __init__(self, output_dir: Path) -> None:
-        folders = sorted(p.parent for p in output_dir.glob("*/scored_rows.parquet"))
+        if (output_dir / "scored_rows.parquet").is_file():
+            # One model's folder, as `bouquet-eval run --output-dir` names it: that model.
+            folders = [output_dir]
+            output_dir = output_dir.parent
+        else:
+            folders = sorted(p.parent for p in output_dir.glob("*/scored_rows.parquet"))
         if not folders:
             raise BrowseError(
-                f"{output_dir}: no <model>/scored_rows.parquet: run the workflow's `all` first"
+                f"{output_dir}: neither a model's folder with its scored_rows.parquet nor a "
+                "folder of such model folders: score the model first (bouquet-eval run or "
+                "score, or the workflow's `all`)"
             )
         order = _leaderboard_order(output_dir / "leaderboard.csv")
         folders.sort(key=lambda f: (order.index(f.name) if f.name in order else len(order), f.name))
@@ -141,6 +150,8 @@ class Run:
             "models": [m.name for m in self.models],
             "metrics": metrics,
             "lower": sorted(set(metrics) & builtin_lower_is_better()),
+            # The page opens on the metric that ranks the leaderboard.
+            "primary": primary_metric(metrics) if metrics else None,
             "directions": directions,
         }
 
@@ -240,9 +251,17 @@ def _dataset_folder(folders: Sequence[Path]) -> Path | None:
 
 class Handler(BaseHTTPRequestHandler):
     run: Run
+    # A connection that sends nothing for this long is closed: idle connections do not hold
+    # the server's threads for ever.
+    timeout = IDLE_SECONDS
 
     def do_GET(self) -> None:
         url = urlparse(self.path)
+        # A page elsewhere whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends
+        # its own name as Host: only the names this server listens on are answered.
+        if self.headers.get("Host", "").lower() not in cast("Server", self.server).hosts:
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "unknown Host")
+            return
         try:
             if url.path == "/":
                 self._send("text/html; charset=utf-8", page().encode("utf-8"))
@@ -282,10 +301,22 @@ def page() -> str:
     )
 
 
-def serve(output_dir: Path, port: int) -> ThreadingHTTPServer:
+class Server(ThreadingHTTPServer):
+    """One thread per connection, on 127.0.0.1; answers only Host names of that address."""
+
+    # Connections waiting to be accepted: the standard library's 5 drops a burst of them.
+    request_queue_size = 1024
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        port = self.server_port
+        return frozenset(f"{name}:{port}" for name in ("127.0.0.1", "localhost"))
+
+
+def serve(output_dir: Path, port: int) -> Server:
     """A server for `output_dir` on 127.0.0.1 (port 0: any free one); call serve_forever."""
     handler = type("RunHandler", (Handler,), {"run": Run(output_dir)})
-    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+    return Server(("127.0.0.1", port), handler)
 
 
 def main(argv: list[str]) -> int:
@@ -293,7 +324,12 @@ def main(argv: list[str]) -> int:
         prog="bouquet-eval browse",
         description="Serve every sentence of a run's output folder as a local web page.",
     )
-    parser.add_argument("output_dir", type=Path, help="the run's output_dir (e.g. runs)")
+    parser.add_argument(
+        "output_dir",
+        type=Path,
+        help="a run's output_dir (e.g. runs: every model in it, side by side), or one model's "
+        "folder (e.g. runs/my-model, what bouquet-eval --output-dir names)",
+    )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any)")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -38,8 +38,9 @@ from bouquet_eval.results.views import (
     WORST_SENTENCES,
     results_data,
     results_page,
+    sentence_parts,
     sentences_data,
-    sentences_page,
+    sentences_pages,
     worst_sentences,
 )
 
@@ -423,9 +424,11 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     rows = []
     for record in board.to_dict(orient="records"):
         ranked = not pd.isna(record["rank"])
+        bound = record.get("bound") or ""
         css = "unranked" if not ranked else f"cluster-{record['cluster']}"
+        rank = f"{bound} bound" if bound else MISSING if not ranked else str(record["rank"])
         cells = [
-            _cell(MISSING if not ranked else str(record["rank"])),
+            _cell(rank),
             _cell(record["model"], "name"),
             _cell(MISSING if pd.isna(record["cluster"]) else str(record["cluster"])),
             _cell(MISSING if pd.isna(record["p_vs_best"]) else f"{record['p_vs_best']:.3g}"),
@@ -460,6 +463,10 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         f"{html.escape(r['model'])}: {html.escape(r['note'])}."
         for r in board.to_dict(orient="records")
         if r["note"]
+    ]
+    # Each metric's pooled agreement with human judgements, where they were evaluated.
+    notes += [
+        f"Agreement with people: {html.escape(note)}." for note in board.attrs.get("agreement", ())
     ]
     body = (
         f'<div class="wide"><table id="leaderboard"><thead><tr>{header}</tr></thead>'
@@ -532,14 +539,17 @@ def write_heatmaps(
         write_svg(path, heatmap(scores, column, model, lower))
 
 
-def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:
-    """Where each figure goes; the workflow declares the same paths as outputs (the heatmaps
-    are each model's, `write_heatmaps`; the rest the leaderboard job's, `write_figures`)."""
+def figure_paths(
+    folder: Path, models: Sequence[str], columns: Sequence[str], directions: Sequence[str]
+) -> dict[str, Any]:
+    """Where each figure goes; the workflow declares the same paths as outputs. The sentences
+    of the run's `directions` take one page per `views.SentencePart`."""
     pairs = [(model, column) for model in models for column in columns]
+    parts = sentence_parts(directions, len(models))
     return {
         "leaderboard": folder / "leaderboard.html",
         "results": folder / "results.html",
-        "sentences": folder / "sentences.html",
+        "sentences": {part: folder / f"sentences-{part.number}.html" for part in parts},
         "heatmaps": {(m, c): heatmap_path(folder, m, c) for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
@@ -585,7 +595,9 @@ def write_figures(
     write_text(paths["results"], results_page(data, STYLE))
     violins, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
     sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
-    write_text(paths["sentences"], sentences_page(sentences, STYLE))
+    parts = list(paths["sentences"])
+    for part, text in zip(parts, sentences_pages(sentences, parts, STYLE), strict=True):
+        write_text(paths["sentences"][part], text)
     for column, path in paths["distributions"].items():
         write_svg(path, distributions(violins[column], column, lower))
     write_svg(paths["comparison"], comparison(scores, board, lower))

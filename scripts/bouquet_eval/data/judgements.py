@@ -1,0 +1,410 @@
+"""Tables of human judgements: reading one, checking every row, and Met-BOUQuET's place.
+
+A table has one row per judged translation: the direction's two languages, the source text, the
+machine translation, optionally a reference, the system that made it, the human score and
+optionally a segment id (the same for every system's translation of one source sentence). The
+configuration's `metaeval.columns` maps these fields to the table's column names; the defaults
+are Met-BOUQuET's names as docs/metaeval.md assumes them.
+
+Everything is checked before any job starts, and a fault is named by file, row (counted from 1,
+the header not counted) and field: a missing column, a missing or non-numeric score, a
+malformed language code or a direction the dataset lacks, a missing text, and one system's
+segment judged twice.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bouquet_eval.core.config import ConfigError, expand_path
+from bouquet_eval.core.io import write_jsonl, write_parquet
+from bouquet_eval.core.languages import LanguageCode
+from bouquet_eval.data import hub
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.outputs import translation_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MET_BOUQUET = "met-bouquet"
+"""The `metaeval.judgements` value that names Met-BOUQuET."""
+
+# Met-BOUQuET's layout as this workflow assumes it (docs/metaeval.md, "Met-BOUQuET"): parquet
+# files in one folder of the dataset's repository, with the columns of DEFAULT_COLUMNS. The
+# dataset card names Met-BOUQuET without describing its files; a repository that differs is
+# named by `met_bouquet_files` and `check_judgements`.
+MET_BOUQUET_REPOSITORY = "facebook/bouquet"
+MET_BOUQUET_FOLDER = "met_bouquet"
+# The Hub matches patterns with fnmatch, whose `*` also matches `/`: files at any depth.
+MET_BOUQUET_PATTERN = f"{MET_BOUQUET_FOLDER}/*.parquet"
+
+FIELDS: tuple[str, ...] = ("src_lang", "tgt_lang", "source", "translation", "reference")
+FIELDS += ("system", "score", "segment")
+"""The fields of a judged translation, each the name of a `metaeval.columns` key."""
+OPTIONAL_FIELDS = ("reference", "segment")
+TEXT_FIELDS = ("source", "translation", "reference", "system")
+
+COLUMNS = ("src_lang", "tgt_lang", "src_text", "mt_text", "ref_text", "system", "human", "segment")
+"""The columns of a checked table (`check_judgements`), in the order of FIELDS."""
+
+TABLE_SUFFIXES = {
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+}
+
+
+class JudgementError(ConfigError):
+    """A judgement table that cannot be used; the message names the file, row and field."""
+
+
+@dataclass(frozen=True)
+class JudgementSource:
+    """Where a run's judgements are and how their columns are named."""
+
+    files: tuple[Path, ...]
+    columns: Mapping[str, str | None]
+    higher_is_better: bool
+    identity: Mapping[str, Any]
+    """What the judgements are, for the manifest: a path, or Met-BOUQuET's revision and commit."""
+    assumed_layout: bool = False
+    """Whether the column names are Met-BOUQuET's as assumed (messages then say so)."""
+
+    def load(self, known_directions: Iterable[Direction] | None = None) -> pd.DataFrame:
+        """Every file's rows, checked (`check_judgements`), in one table."""
+        import pandas as pd
+
+        frames = [
+            check_judgements(
+                read_table(path),
+                path,
+                self.columns,
+                known_directions,
+                self.higher_is_better,
+                self.assumed_layout,
+            )
+            for path in self.files
+        ]
+        table = pd.concat(frames, ignore_index=True)
+        _check_repeats(table)
+        return table
+
+
+def resolve_judgements(
+    settings: Mapping[str, Any], home: Mapping[str, str] | None = None, *, fetch: bool = True
+) -> JudgementSource | None:
+    """The judgements `metaeval` names, None when none are; Met-BOUQuET through the Hub cache."""
+    given = settings["judgements"]
+    if given is None:
+        return None
+    columns = dict(settings["columns"])
+    higher = bool(settings["higher_is_better"])
+    if given == MET_BOUQUET:
+        revision = settings["revision"]
+        files, commit = met_bouquet_files(revision, fetch=fetch)
+        identity = {
+            "name": MET_BOUQUET_REPOSITORY,
+            "files": MET_BOUQUET_PATTERN,
+            "revision": revision,
+            "commit": commit,
+        }
+        return JudgementSource(tuple(files), columns, higher, identity, assumed_layout=True)
+    path = expand_path(given, home)
+    if not path.is_file():
+        raise ConfigError(f"metaeval.judgements: file '{path}' not found", "metaeval.judgements")
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise ConfigError(
+            f"metaeval.judgements: '{path}' is not a table this workflow reads: name it "
+            f"{', '.join(TABLE_SUFFIXES)}",
+            "metaeval.judgements",
+        )
+    return JudgementSource((path,), columns, higher, {"path": str(path.resolve())})
+
+
+def met_bouquet_files(revision: str, *, fetch: bool) -> tuple[list[Path], str]:
+    """Met-BOUQuET's parquet files at `revision` (from the Hub cache, filled first when `fetch`),
+    and the commit the revision resolved to. A repository without the assumed folder is named
+    with what it holds instead."""
+    what = f"Met-BOUQuET ({MET_BOUQUET_REPOSITORY}@{revision}, {MET_BOUQUET_PATTERN})"
+    snapshot = hub.snapshot(
+        MET_BOUQUET_REPOSITORY,
+        "dataset",
+        revision,
+        [MET_BOUQUET_PATTERN],
+        fetch=fetch,
+        what=what,
+        otherwise="; or set metaeval.judgements to a local copy of the table",
+    )
+    files = sorted((snapshot / MET_BOUQUET_FOLDER).rglob("*.parquet"))
+    if not files:
+        holds = _repository_folders(revision, snapshot.name) if fetch else "(not listed offline)"
+        raise ConfigError(
+            f"{what}: no parquet files under {MET_BOUQUET_FOLDER}/ at commit {snapshot.name}: the "
+            f"layout docs/metaeval.md assumes differs from the repository, which holds {holds}; "
+            "download the judgements and set metaeval.judgements to the file, with "
+            "metaeval.columns naming its columns",
+            "metaeval.judgements",
+        )
+    return files, snapshot.name
+
+
+def _repository_folders(revision: str, commit: str) -> str:
+    try:
+        from huggingface_hub import HfApi
+
+        names = HfApi().list_repo_files(
+            MET_BOUQUET_REPOSITORY, repo_type="dataset", revision=commit
+        )
+    except Exception as error:  # the listing only improves the message
+        return f"files that could not be listed ({type(error).__name__})"
+    folders = sorted({name.split("/", 1)[0] for name in names})
+    return "top-level entries " + ", ".join(folders[:20])
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A parquet, CSV, TSV or JSON Lines table, every value as stored (CSV cells as text)."""
+    import pandas as pd
+
+    kind = TABLE_SUFFIXES.get(path.suffix.lower())
+    try:
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        if kind in ("csv", "tsv"):
+            # Text, so that a score such as "n/a" is named rather than turned into NaN.
+            return pd.read_csv(
+                path, sep="," if kind == "csv" else "\t", dtype=str, keep_default_na=False
+            )
+        if kind == "jsonl":
+            return pd.read_json(path, lines=True, dtype=False)
+    except (ValueError, OSError) as error:
+        raise JudgementError(
+            f"judgements file {path}: not a readable {kind} table ({error})"
+        ) from None
+    raise JudgementError(f"judgements file {path}: unknown table format {path.suffix!r}")
+
+
+def check_judgements(
+    frame: pd.DataFrame,
+    path: Path,
+    columns: Mapping[str, str | None],
+    known_directions: Iterable[Direction] | None = None,
+    higher_is_better: bool = True,
+    assumed_layout: bool = False,
+) -> pd.DataFrame:
+    """The table's judgements in the columns of `COLUMNS`, `human` oriented so that higher is
+    better; JudgementError names the first fault by file, row and field."""
+    import pandas as pd
+
+    mapped = {field: columns.get(field) for field in FIELDS}
+    absent = [
+        f"{field} (column '{name}')"
+        for field, name in mapped.items()
+        if name is not None and name not in frame.columns
+    ]
+    if absent:
+        layout = (
+            " Met-BOUQuET's files differ from the layout docs/metaeval.md assumes; map their "
+            "columns with metaeval.columns."
+            if assumed_layout
+            else " Name the table's columns with metaeval.columns.<field>."
+        )
+        raise JudgementError(
+            f"judgements file {path}: missing {', '.join(absent)}; the table has "
+            f"{', '.join(map(str, frame.columns)) or 'no columns'}.{layout}"
+        )
+    if frame.empty:
+        raise JudgementError(f"judgements file {path}: no rows")
+    values: dict[str, list[Any]] = {
+        field: frame[name].tolist() for field, name in mapped.items() if name is not None
+    }
+    where = _Locator(path, mapped)
+    for field in TEXT_FIELDS:
+        for position, value in enumerate(values.get(field, ())):
+            if not isinstance(value, str) or (field == "system" and not value.strip()):
+                where.fail(position, field, f"is {_shown(value)}, not text")
+    scores = [where.number(position, value) for position, value in enumerate(values["score"])]
+    directions = _checked_directions(
+        where, values["src_lang"], values["tgt_lang"], known_directions
+    )
+    segments = values.get("segment") or values["source"]
+    for position, value in enumerate(segments):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            where.fail(position, "segment" if "segment" in values else "source", "is missing")
+    sign = 1.0 if higher_is_better else -1.0
+    table = pd.DataFrame(
+        {
+            "src_lang": [d.src_lang for d in directions],
+            "tgt_lang": [d.tgt_lang for d in directions],
+            "src_text": values["source"],
+            "mt_text": values["translation"],
+            "ref_text": values.get("reference") or [""] * len(frame),
+            "system": values["system"],
+            "human": [sign * score for score in scores],
+            "segment": [str(value) for value in segments],
+        },
+        columns=list(COLUMNS),
+    )
+    table["file"] = str(path)
+    table["row"] = range(1, len(table) + 1)
+    return table
+
+
+class _Locator:
+    """Names a row's field: `judgements file F, row R, field score (column 'xsts')`."""
+
+    def __init__(self, path: Path, columns: Mapping[str, str | None]) -> None:
+        self.path = path
+        self.columns = columns
+
+    def fail(self, position: int, field: str, problem: str) -> None:
+        raise JudgementError(
+            f"judgements file {self.path}, row {position + 1}, field {field} "
+            f"(column '{self.columns[field]}'): {problem}"
+        )
+
+    def number(self, position: int, value: Any) -> float:
+        """A finite number from a score cell, or the row named."""
+        if isinstance(value, bool):
+            self.fail(position, "score", f"is {_shown(value)}, not a number")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            self.fail(position, "score", f"is {_shown(value)}, not a number")
+        return number
+
+
+def _checked_directions(
+    where: _Locator,
+    sources: Sequence[Any],
+    targets: Sequence[Any],
+    known: Iterable[Direction] | None,
+) -> list[Direction]:
+    known_set = None if known is None else set(known)
+    parsed: dict[tuple[Any, Any], Direction] = {}
+    found = []
+    for position, pair in enumerate(zip(sources, targets, strict=True)):
+        direction = parsed.get(pair)
+        if direction is None:
+            for field, code in zip(("src_lang", "tgt_lang"), pair, strict=True):
+                try:
+                    LanguageCode.parse(code if isinstance(code, str) else "")
+                except ValueError as error:
+                    where.fail(
+                        position,
+                        field,
+                        str(error)
+                        if isinstance(code, str)
+                        else f"is {_shown(code)}, not a language code",
+                    )
+            direction = Direction(*pair)
+            if known_set is not None and direction not in known_set:
+                where.fail(
+                    position,
+                    "src_lang",
+                    f"direction {direction} is not a direction of the dataset",
+                )
+            parsed[pair] = direction
+        found.append(direction)
+    return found
+
+
+def _check_repeats(table: pd.DataFrame) -> None:
+    """One system's translation of one segment is judged once (scores are joined on it)."""
+    keys = ["system", "src_lang", "tgt_lang", "segment"]
+    repeated = table.duplicated(keys, keep="first")
+    if not repeated.any():
+        return
+    position = int(repeated.to_numpy().nonzero()[0][0])
+    row = table.iloc[position]
+    first = table[(table[keys] == row[keys]).all(axis=1)].iloc[0]
+    raise JudgementError(
+        f"judgements file {row['file']}, row {row['row']}, field segment: system '{row['system']}' "
+        f"has segment '{row['segment']}' of {row['src_lang']}-{row['tgt_lang']} judged twice "
+        f"(also at row {first['row']}); average the judgements into one row"
+    )
+
+
+def _shown(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "missing"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def folder_name(system: str) -> str:
+    """A system's name as a folder name (letters, digits, `.`, `_` and `-`)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", system).strip(".") or "_"
+
+
+SYSTEMS_FOLDER = "systems"
+
+
+def judged_systems(
+    judgements: JudgementSource, known_directions: Iterable[Direction], output_dir: Path
+) -> dict[str, tuple[Path, list[Direction]]]:
+    """Each judged system's folder (<output_dir>/metaeval/systems/<name>) and its directions,
+    from the checked table; two systems whose names make one folder name are an error."""
+    table = judgements.load(known_directions)
+    found: dict[str, tuple[Path, list[Direction]]] = {}
+    folders: dict[Path, str] = {}
+    for system, rows in table.groupby("system", sort=True):
+        folder = output_dir / "metaeval" / SYSTEMS_FOLDER / folder_name(str(system))
+        if folder in folders:
+            raise JudgementError(
+                f"judged systems '{folders[folder]}' and '{system}' would share the folder "
+                f"{folder}: rename one in the judgements"
+            )
+        folders[folder] = str(system)
+        pairs = rows[["src_lang", "tgt_lang"]].drop_duplicates().itertuples(index=False)
+        found[str(system)] = (folder, sorted(Direction(*pair) for pair in pairs))
+    return found
+
+
+# Each judged system is a model whose translations are given: for each of its directions,
+# `<system folder>/<src>-<tgt>.jsonl` holds its judged translations and
+# `<system folder>/dataset/<src>-<tgt>.parquet` their sources, references and segment ids (the
+# dataset's columns), so that the workflow's own score jobs score them as any model's. Rows
+# keep the table's order within a direction.
+
+
+def dataset_file(folder: Path, direction: Direction) -> Path:
+    return folder / "dataset" / f"{direction}.parquet"
+
+
+def write_system_inputs(table: pd.DataFrame, system: str, folder: Path) -> list[Path]:
+    """Write one system's per-direction translations and sentences; the paths written."""
+    import pandas as pd
+
+    written = []
+    rows = table[table["system"] == system]
+    for (src, tgt), part in rows.groupby(["src_lang", "tgt_lang"], sort=True):
+        direction = Direction(str(src), str(tgt))
+        sentences = pd.DataFrame(
+            {
+                "src_lang": part["src_lang"].to_numpy(),
+                "tgt_lang": part["tgt_lang"].to_numpy(),
+                "src_text": part["src_text"].to_numpy(),
+                "tgt_text": part["ref_text"].to_numpy(),
+                "uniq_id": part["segment"].to_numpy(),
+            }
+        )
+        translations = sentences.rename(columns={"tgt_text": "ref_text"}).assign(
+            mt_text=part["mt_text"].to_numpy()
+        )
+        for path, write, frame in (
+            (dataset_file(folder, direction), write_parquet, sentences),
+            (translation_path(folder, direction), write_jsonl, translations),
+        ):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(path, frame)
+            written.append(path)
+    return written

@@ -1,0 +1,152 @@
+"""The report page "Which metric to trust": correlations.csv read for decisions.
+
+Per direction, with its languages' names, scripts and regions: the metric that agrees best
+with people (by `metaeval.decide_by`), by how much it leads the next one, and whether it is
+significantly better than every other metric after correction; and where the leaderboard's
+headline metric disagrees with people. Above, each metric's pooled agreement. Which languages
+a learned metric was trained on is not known to the metric registry yet, so agreement inside
+and outside training languages is not shown (the page says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from bouquet_eval.results.leaderboard import primary_metric
+from bouquet_eval.results.report import STYLE
+from bouquet_eval.results.views import describe_language, interactive_page
+
+TRUST_STYLE = STYLE + "tr.best td { background: #e6f4ea; }\n#pooled { margin-bottom: 1em; }\n"
+
+STATISTIC_NAMES = {
+    "acc_eq": "acc-eq",
+    "kendall": "Kendall tau-b",
+    "spearman": "Spearman",
+    "pearson": "Pearson",
+}
+HEADLINE_STATES = {
+    "best": "agrees best",
+    "tied": "not significantly worse than the best",
+    "worse": "significantly worse than the best",
+    "none": "no significant agreement",
+}
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else round(float(value), 4)
+
+
+def headline_state(rows: pd.DataFrame, headline: str) -> str:
+    """How the headline metric fares in one scope: best, tied with the best, significantly
+    worse, or without significant agreement (Kendall's interval reaching 0)."""
+    mine = rows[rows["metric"] == headline]
+    if mine.empty:
+        return "none"
+    record = mine.iloc[0]
+    if not (record["kendall_low"] > 0):
+        return "none"
+    if bool(record["best"]):
+        return "best"
+    return "worse" if bool(record["best_significantly_better"]) else "tied"
+
+
+def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict[str, Any]:
+    """What the page draws, from correlations.csv."""
+    frame = frame.assign(
+        best_significantly_better=frame["best_significantly_better"].map(
+            lambda value: value if isinstance(value, bool) else str(value) == "True"
+        )
+    )
+    metrics = list(dict.fromkeys(frame["metric"]))
+    headline = primary_metric(metrics)
+    pooled = []
+    for record in frame[frame["scope"] == "pooled"].to_dict(orient="records"):
+        pooled.append(
+            {
+                "pool": str(record["name"]).replace("_", " ").replace("english", "English"),
+                "metric": record["metric"],
+                "segments": int(record["n_segments"]),
+                "value": _number(record[decide_by]),
+                "low": _number(record[f"{decide_by}_low"]),
+                "high": _number(record[f"{decide_by}_high"]),
+                "kendall": _number(record["kendall"]),
+                "system_accuracy": _number(record["system_accuracy"]),
+                "best": bool(record["best"]),
+            }
+        )
+    directions = []
+    languages: dict[str, Any] = {}
+    for name, rows in frame[frame["scope"] == "direction"].groupby("name", sort=True):
+        ranked = rows.sort_values(decide_by, ascending=False, na_position="last")
+        best, second = ranked.iloc[0], ranked.iloc[1] if len(ranked) > 1 else None
+        others = rows[~rows["best"].astype(bool)]
+        significant = bool(len(others)) and bool(others["best_significantly_better"].all())
+        source, target = str(name).split("-")
+        for code in (source, target):
+            if code not in languages:
+                languages[code] = describe_language(code)
+        margin = None if second is None else _number(best[decide_by] - second[decide_by])
+        directions.append(
+            {
+                "direction": name,
+                "source": languages[source].name,
+                "source_script": languages[source].script,
+                "source_region": languages[source].region,
+                "target": languages[target].name,
+                "target_script": languages[target].script,
+                "target_region": languages[target].region,
+                "segments": int(best["n_segments"]),
+                "systems": int(best["n_systems"]),
+                "best": best["metric"] if not math.isnan(best[decide_by]) else None,
+                "value": _number(best[decide_by]),
+                "low": _number(best[f"{decide_by}_low"]),
+                "high": _number(best[f"{decide_by}_high"]),
+                "runner_up": None if second is None else second["metric"],
+                "margin": margin,
+                "significant": significant if len(others) else None,
+                "headline": HEADLINE_STATES[headline_state(rows, headline)],
+            }
+        )
+    return {
+        "statistic": STATISTIC_NAMES[decide_by],
+        "headline": headline,
+        "significance": significance,
+        "metrics": metrics,
+        "pooled": pooled,
+        "directions": directions,
+        "disagreeing": sum(
+            d["headline"] in (HEADLINE_STATES["worse"], HEADLINE_STATES["none"]) for d in directions
+        ),
+    }
+
+
+def trust_page(data: Mapping[str, Any], style: str) -> str:
+    intro = (
+        f"<p>How well each metric agrees with human judgements, per direction: the best metric "
+        f"by segment-level {data['statistic']}, its 95% bootstrap interval, its lead over the "
+        f"next metric, and whether it is significantly better than every other metric "
+        f"(paired permutation tests, Benjamini-Hochberg at {data['significance']}). "
+        f"The leaderboard's headline metric is <b>{data['headline']}</b>; the second tab lists "
+        "the directions where it disagrees with people (significantly worse than the best "
+        "metric, or Kendall's interval reaching 0). Agreement inside and outside a learned "
+        "metric's training languages is not shown: the metric records do not name those "
+        "languages yet.</p>"
+    )
+    return interactive_page("Which metric to trust", intro, dict(data), "trust.js", style)
+
+
+def agreement_notes(frame: pd.DataFrame, decide_by: str) -> Sequence[str]:
+    """One line per metric for the leaderboard: its agreement pooled over every judged
+    direction."""
+    pooled = frame[(frame["scope"] == "pooled") & (frame["name"] == "all")]
+    name = STATISTIC_NAMES[decide_by]
+    return [
+        f"{record['metric']}: {name} {record[decide_by]:.3f} "
+        f"[{record[f'{decide_by}_low']:.3f}, {record[f'{decide_by}_high']:.3f}] with human "
+        f"judgements over {int(record['n_segments'])} judged translations"
+        for record in pooled.to_dict(orient="records")
+    ]

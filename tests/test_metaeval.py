@@ -1,0 +1,677 @@
+"""Meta-evaluation: judgement tables in, checked before any job; agreement statistics equal to
+scipy.stats and to straightforward references; correlations.csv through the workflow's own
+score jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sacrebleu
+from scipy import stats as scipy_stats
+
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_interval
+from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.judgements import (
+    JudgementError,
+    check_judgements,
+    read_table,
+    resolve_judgements,
+)
+from bouquet_eval.results.agreement import (
+    Items,
+    acc_eq,
+    kendall_tau_b,
+    pearson,
+    permutation_p,
+    spearman,
+    standardized,
+    swap_masks,
+)
+from bouquet_eval.results.correlations import Settings, correlations
+from bouquet_eval.results.mtme_judged import export_judgements
+from bouquet_eval.results.trust import (
+    HEADLINE_STATES,
+    TRUST_STYLE,
+    agreement_notes,
+    trust_data,
+    trust_page,
+)
+
+from . import browser
+from .conftest import SAMPLE, Workflow
+from .hub_datasets import bouquet_on_hub
+from .hub_server import HubServer, files_of
+from .mtme_reader import read_language_pair
+from .synthetic import bouquet_shaped_directions
+from .workflow_configs import SMALL_JOBS
+
+TOLERANCE = 1e-9
+DEFAULT_COLUMNS = {
+    "src_lang": "src_lang",
+    "tgt_lang": "tgt_lang",
+    "source": "src_text",
+    "translation": "mt_text",
+    "reference": "tgt_text",
+    "system": "system",
+    "score": "score",
+    "segment": "uniq_id",
+}
+DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "arb_Arab-fra_Latn"]
+SYSTEMS = ["alpha", "beta", "gamma", "delta"]
+
+
+def synthetic_judgements(segments: int = 12, seed: int = 7) -> pd.DataFrame:
+    """Met-BOUQuET's assumed layout: systems of known quality (alpha best), human scores on a
+    1-5 scale with ties, and texts whose closeness to the reference follows the score."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for direction in DIRECTIONS:
+        src, tgt = direction.split("-")
+        for segment in range(segments):
+            reference = f"the reference sentence number {segment} of {direction} reads well"
+            for quality, system in enumerate(SYSTEMS):
+                score = int(np.clip(5 - quality + rng.integers(-1, 2), 1, 5))
+                words = reference.split()
+                kept = max(1, round(len(words) * score / 5))
+                rows.append(
+                    {
+                        "src_lang": src,
+                        "tgt_lang": tgt,
+                        "src_text": f"source {segment} {direction}",
+                        "mt_text": " ".join(words[:kept] + ["noise"] * (5 - score)),
+                        "tgt_text": reference,
+                        "system": system,
+                        "score": score,
+                        "uniq_id": f"seg{segment:03d}",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def checked(frame: pd.DataFrame, path: Path = Path("judged.parquet"), **kwargs) -> pd.DataFrame:
+    return check_judgements(frame, path, DEFAULT_COLUMNS, **kwargs)
+
+
+# --- Statistics against scipy.stats and references -------------------------------------------
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 50, 400, 2001, 5000])
+def test_correlations_equal_scipy(size: int) -> None:
+    rng = np.random.default_rng(size)
+    for x, y in (
+        (rng.normal(size=size), rng.normal(size=size)),
+        (rng.integers(0, 4, size).astype(float), rng.normal(size=size).round(1)),
+        (rng.integers(0, 3, size).astype(float), rng.integers(0, 3, size).astype(float)),
+    ):
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            continue
+        assert abs(pearson(x, y) - scipy_stats.pearsonr(x, y).statistic) < TOLERANCE
+        assert abs(spearman(x, y) - scipy_stats.spearmanr(x, y).statistic) < TOLERANCE
+        expected = scipy_stats.kendalltau(x, y, variant="b").statistic
+        assert abs(kendall_tau_b(x, y) - expected) < TOLERANCE
+
+
+def reference_acc_eq(human, metric, items) -> tuple[float, float]:
+    """Pairs within items, every candidate epsilon tried in turn."""
+    pairs = [
+        (i, j) for i in range(len(items)) for j in range(i + 1, len(items)) if items[i] == items[j]
+    ]
+    candidates = sorted({0.0} | {abs(metric[i] - metric[j]) for i, j in pairs})
+    best = (-1.0, 0.0)
+    for epsilon in candidates:
+        right = 0
+        for i, j in pairs:
+            human_delta, metric_delta = human[i] - human[j], metric[i] - metric[j]
+            if abs(metric_delta) <= epsilon:
+                right += human_delta == 0
+            else:
+                right += human_delta != 0 and (human_delta > 0) == (metric_delta > 0)
+        accuracy = right / len(pairs)
+        if accuracy > best[0]:
+            best = (accuracy, epsilon)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_acc_eq_equals_the_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, 8, 40)
+    human = rng.integers(0, 3, 40).astype(float)
+    metric = (human + rng.normal(scale=1.5, size=40)).round(seed % 3)
+    accuracy, epsilon = acc_eq(human, metric, items)
+    expected_accuracy, expected_epsilon = reference_acc_eq(human, metric, items)
+    assert abs(accuracy - expected_accuracy) < TOLERANCE
+    assert abs(epsilon - expected_epsilon) < TOLERANCE
+
+
+def test_permutation_test_equals_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 60).astype(float)
+    good = human + rng.normal(scale=1.0, size=60)
+    poor = human + rng.normal(scale=3.0, size=60)
+    items = np.repeat(np.arange(15), 4)
+    for statistic, function in (
+        ("kendall", lambda h, m: scipy_stats.kendalltau(m, h).statistic),
+        ("pearson", lambda h, m: scipy_stats.pearsonr(m, h).statistic),
+        ("acc_eq", lambda h, m: reference_acc_eq(h, m, items)[0]),
+    ):
+        trials = 30 if statistic == "acc_eq" else 200
+        delta, p = permutation_p(statistic, human, good, poor, items, 11, trials)
+        a, b = standardized(good), standardized(poor)
+        observed = function(human, a) - function(human, b)
+        count = 0
+        for mask in swap_masks(11, trials, human.size):
+            swapped = function(human, np.where(mask, b, a)) - function(human, np.where(mask, a, b))
+            count += swapped >= observed - 1e-9
+        assert abs(delta - observed) < TOLERANCE
+        assert abs(p - (count + 1) / (trials + 1)) < TOLERANCE
+
+
+def scipy_row(part: pd.DataFrame, metric: str) -> dict[str, float]:
+    """The statistics of one scope, computed independently."""
+    human, values = part["human"].to_numpy(float), part[metric].to_numpy(float)
+    items = (part["src_lang"] + part["tgt_lang"] + part["segment"]).to_numpy()
+    row = {
+        "pearson": scipy_stats.pearsonr(values, human).statistic,
+        "spearman": scipy_stats.spearmanr(values, human).statistic,
+        "kendall": scipy_stats.kendalltau(values, human).statistic,
+        "acc_eq": reference_acc_eq(human, values, items)[0],
+    }
+    agreeing = pairs = 0
+    for _, direction in part.groupby(["src_lang", "tgt_lang"]):
+        means = direction.groupby("system")[["human", metric]].mean()
+        if len(means) < 3:
+            continue
+        for a, b in itertools.combinations(means.index, 2):
+            pairs += 1
+            agreeing += np.sign(means.loc[a, "human"] - means.loc[b, "human"]) == np.sign(
+                means.loc[a, metric] - means.loc[b, metric]
+            )
+        if part[["src_lang", "tgt_lang"]].drop_duplicates().shape[0] == 1:
+            row["system_pearson"] = scipy_stats.pearsonr(means[metric], means["human"]).statistic
+    row["system_accuracy"] = agreeing / pairs
+    return row
+
+
+def test_correlations_csv_rows_equal_independent_computations() -> None:
+    table = checked(synthetic_judgements())
+    rng = np.random.default_rng(5)
+    table["close"] = table["human"] + rng.normal(scale=0.7, size=len(table))
+    table["far"] = table["human"] + rng.normal(scale=3.0, size=len(table))
+    settings = Settings(bootstrap_resamples=40, permutation_trials=60, decide_by="kendall")
+    scores = {m: table[m].to_numpy() for m in ("close", "far")}
+    frame = correlations(table, scores, settings)
+    assert set(frame["name"]) == {*DIRECTIONS, "all", "into_english", "out_of_english"}
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    scope_rows = {
+        **{name: table[direction == name] for name in DIRECTIONS},
+        "all": table,
+        "into_english": table[table["tgt_lang"] == "eng_Latn"],
+        "out_of_english": table[table["src_lang"] == "eng_Latn"],
+    }
+    for record in frame.itertuples():
+        part = scope_rows[record.name]
+        assert record.n_segments == len(part) and record.n_systems == 4
+        for statistic, value in scipy_row(part, record.metric).items():
+            assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
+    # The known structure: the close metric is best everywhere, significantly after correction.
+    best = frame[frame["best"]]
+    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 7
+    tested = frame[~frame["best"]]
+    assert tested["best_significantly_better"].all()
+    assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
+
+
+def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
+    table = checked(synthetic_judgements(segments=10))
+    one = table[(table["src_lang"] == "eng_Latn")].reset_index(drop=True)
+    metric = one["human"].to_numpy() + np.random.default_rng(1).normal(size=len(one))
+    frame = correlations(one, {"m": metric}, Settings(bootstrap_resamples=50, permutation_trials=5))
+    row = frame.iloc[0]
+    segments = sorted(one["segment"].unique())
+    draws = Resampling(bootstrap_resamples=50).bootstrap_weights(len(segments))
+    samples = []
+    for counts in draws:
+        picked = [i for s, c in zip(segments, counts, strict=True) for i in [s] * int(c)]
+        rows = pd.concat([one[one["segment"] == s] for s in picked])
+        samples.append(scipy_stats.kendalltau(metric[rows.index], rows["human"]).statistic)
+    low, high = percentile_interval(np.array(samples))
+    assert abs(row["kendall_low"] - low) < TOLERANCE and abs(row["kendall_high"] - high) < TOLERANCE
+
+
+def test_items_resample_keeps_copies_apart() -> None:
+    grouped = Items.of(np.array([2, 0, 2, 1, 0]))
+    rows, copies = grouped.resample(np.array([0, 2, 1]))
+    assert sorted(rows.tolist()) == [0, 2, 3, 3]
+    assert len(set(copies.tolist())) == 3
+
+
+# --- Tables in, faults named ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".tsv", ".jsonl"])
+def test_every_table_format_reads_the_same(tmp_path: Path, suffix: str) -> None:
+    frame = synthetic_judgements(segments=3)
+    path = tmp_path / f"judged{suffix}"
+    if suffix == ".parquet":
+        frame.to_parquet(path)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+    table = check_judgements(read_table(path), path, DEFAULT_COLUMNS)
+    assert table["human"].tolist() == frame["score"].astype(float).tolist()
+    assert table["segment"].tolist() == frame["uniq_id"].tolist()
+
+
+def test_faults_are_named_by_file_row_and_field(tmp_path: Path) -> None:
+    frame = synthetic_judgements(segments=2)
+    path = tmp_path / "judged.csv"
+    with pytest.raises(JudgementError, match=r"judged.csv: missing score \(column 'score'\)"):
+        checked(frame.drop(columns="score"), path)
+    bad = frame.astype({"score": object})
+    bad.loc[4, "score"] = "n/a"
+    with pytest.raises(JudgementError, match=r"judged.csv, row 5, field score \(column 'score'\)"):
+        checked(bad, path)
+    unknown = frame.copy()
+    unknown.loc[3, "tgt_lang"] = "xyz_Latn"
+    known = [Direction.parse(name) for name in DIRECTIONS]
+    with pytest.raises(JudgementError, match=r"row 4, field src_lang.*not a direction"):
+        checked(unknown, path, known_directions=known)
+    malformed = frame.copy()
+    malformed.loc[0, "src_lang"] = "English"
+    with pytest.raises(JudgementError, match=r"row 1, field src_lang.*not a BOUQuET language"):
+        checked(malformed, path)
+
+
+def test_met_bouquet_columns_that_differ_are_named(tmp_path: Path) -> None:
+    frame = synthetic_judgements(segments=1).rename(columns={"score": "xsts"})
+    with pytest.raises(JudgementError, match=r"docs/metaeval.md assumes.*metaeval.columns"):
+        check_judgements(frame, tmp_path / "m.parquet", DEFAULT_COLUMNS, assumed_layout=True)
+    mapped = {**DEFAULT_COLUMNS, "score": "xsts"}
+    assert len(check_judgements(frame, tmp_path / "m.parquet", mapped)) == len(frame)
+
+
+def test_judgements_off_by_default_and_missing_file_named(tmp_path: Path) -> None:
+    settings = {"judgements": None, "columns": DEFAULT_COLUMNS, "higher_is_better": True}
+    assert resolve_judgements(settings) is None
+    with pytest.raises(ConfigError, match=r"metaeval.judgements: file .* not found"):
+        resolve_judgements({**settings, "judgements": str(tmp_path / "absent.csv")})
+
+
+# --- Through the workflow --------------------------------------------------------------------
+
+
+def sample_judgements() -> pd.DataFrame:
+    """Three systems' translations of the sample's sentences in two of its directions."""
+    rows = []
+    for name in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        sentences = pd.read_parquet(SAMPLE / f"{name}.parquet")
+        for position, sentence in enumerate(sentences.itertuples()):
+            words = sentence.tgt_text.split()
+            for quality, system in enumerate(("good", "fair", "poor")):
+                kept = words[: max(1, len(words) - quality * (1 + position % 3))]
+                rows.append(
+                    {
+                        "src_lang": sentence.src_lang,
+                        "tgt_lang": sentence.tgt_lang,
+                        "src_text": sentence.src_text,
+                        "mt_text": " ".join(kept),
+                        "tgt_text": sentence.tgt_text,
+                        "system": system,
+                        "score": 5 - quality - (position % 2),
+                        "uniq_id": sentence.uniq_id,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def metaeval_config(judgements: Path, **metaeval) -> dict:
+    return {
+        "dataset": {"path": str(SAMPLE)},
+        "shards": 1,
+        "metrics": ["chrf", "bleu"],
+        "resources": SMALL_JOBS,
+        "statistics": {"bootstrap_resamples": 20},
+        "metaeval": {"judgements": str(judgements), "permutation_trials": 20, **metaeval},
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+
+
+def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    table = sample_judgements()
+    path = tmp_path / "judged.parquet"
+    table.to_parquet(path)
+    workflow.write_config(metaeval_config(path))
+    workflow.run("metaeval")
+    runs = workflow.workdir / "runs"
+    frame = pd.read_csv(runs / "metaeval" / "correlations.csv")
+    # The score jobs scored each system: one log per job, its scored files beside.
+    for system in ("good", "fair", "poor"):
+        logs = list((workflow.workdir / "logs" / "metaeval" / system / "score").glob("*.log"))
+        assert logs, system
+    # chrF++ as sacreBLEU scores each translation, correlated independently.
+    chrf = sacrebleu.CHRF(word_order=2)
+    table["chrfpp"] = [
+        chrf.sentence_score(mt, [ref]).score
+        for mt, ref in zip(table["mt_text"], table["tgt_text"], strict=True)
+    ]
+    for name in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        part = table[table["src_lang"] + "-" + table["tgt_lang"] == name]
+        row = frame[(frame["name"] == name) & (frame["metric"] == "chrfpp")].iloc[0]
+        expected = scipy_stats.kendalltau(part["chrfpp"], part["score"]).statistic
+        assert abs(row["kendall"] - expected) < TOLERANCE
+        assert row["n_segments"] == len(part) and row["n_systems"] == 3
+    assert set(frame["metric"]) == {"chrfpp", "bleu"}
+    assert "Which metric to trust" in (runs / "metaeval" / "which-metric.html").read_text()
+    # Resumable: a second run has nothing to do.
+    again = workflow.run("metaeval")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    check_mtme_export(runs / "mtme" / "metbouquet", frame)
+    # The leaderboard notes each metric's pooled agreement.
+    workflow.run()
+    (page,) = (runs / "report").glob("leaderboard*.html")
+    assert "Agreement with people: chrfpp: acc-eq " in page.read_text(encoding="utf-8")
+
+
+def check_mtme_export(test_set: Path, frame: pd.DataFrame) -> None:
+    """MTME's layout read as MTME reads it; its correlations, computed as MTME does over the
+    cells with a human score (no grouping; systems by their system-level files), are
+    correlations.csv's."""
+    for lp in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
+        pair = read_language_pair(test_set, lp)
+        assert set(pair.systems) == {"good", "fair", "poor"}
+        human_seg = pair.human["seg"]["human"]
+        for metric in ("chrfpp", "bleu"):
+            metric_seg = pair.scores["seg"][f"{metric}-refA"]
+            cells = [
+                (m, h)
+                for system in sorted(pair.systems)
+                for m, h in zip(metric_seg[system], human_seg[system], strict=True)
+                if h is not None
+            ]
+            m, h = np.array(cells).T
+            row = frame[(frame["name"] == lp) & (frame["metric"] == metric)].iloc[0]
+            assert abs(scipy_stats.kendalltau(m, h).statistic - row["kendall"]) < TOLERANCE
+            assert abs(scipy_stats.pearsonr(m, h).statistic - row["pearson"]) < TOLERANCE
+            systems = sorted(pair.systems)
+            metric_sys = [pair.scores["sys"][f"{metric}-refA"][s][0] for s in systems]
+            human_sys = [pair.human["sys"]["human"][s][0] for s in systems]
+            expected = scipy_stats.pearsonr(metric_sys, human_sys).statistic
+            assert abs(expected - row["system_pearson"]) < TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("fault", "named"),
+    [
+        ("missing column", r"judged.csv: missing score \(column 'score'\)"),
+        ("non-numeric score", r"judged.csv, row 3, field score \(column 'score'\): is 'good'"),
+        (
+            "unknown direction",
+            r"judged.csv, row 2, field src_lang .*not a direction of the dataset",
+        ),
+    ],
+)
+def test_bad_judgements_stop_the_run_before_any_job(
+    workflow: Workflow, tmp_path: Path, fault: str, named: str
+) -> None:
+    table = sample_judgements().astype({"score": object})
+    if fault == "missing column":
+        table = table.drop(columns="score")
+    elif fault == "non-numeric score":
+        table.loc[2, "score"] = "good"
+    else:
+        table.loc[1, ["src_lang", "tgt_lang"]] = ["eng_Latn", "swh_Latn"]
+    path = tmp_path / "judged.csv"
+    table.to_csv(path, index=False)
+    workflow.write_config(metaeval_config(path))
+    result = workflow.run("metaeval", check=False)
+    assert result.returncode != 0
+    assert re.search(named, result.stderr), result.stderr
+    assert not (workflow.workdir / "runs").exists()
+    assert not (workflow.workdir / "logs").exists()
+
+
+def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path) -> None:
+    table = sample_judgements().rename(columns={"score": "xsts", "system": "engine"})
+    path = tmp_path / "judged.jsonl"
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in table.to_dict("records")),
+        encoding="utf-8",
+    )
+    config = metaeval_config(path, columns={"score": "xsts", "system": "engine"})
+    workflow.write_config(config)
+    plan = workflow.run("metaeval", "--dry-run").stdout
+    jobs = dict(re.findall(r"^(\S+)\s+(\d+)$", plan, re.MULTILINE))
+    assert jobs["metaeval"] == "1" and jobs["metaeval_inputs"] == "1"
+    score_jobs = {rule: count for rule, count in jobs.items() if rule.startswith("score_metaeval_")}
+    assert set(score_jobs) == {f"score_metaeval_{s}_shard0of1" for s in ("good", "fair", "poor")}
+
+
+# --- Met-BOUQuET from the Hub ----------------------------------------------------------------
+
+
+def met_bouquet_config() -> dict:
+    return {
+        "dataset": {"name": "facebook/bouquet", "revision": "main"},
+        "shards": 1,
+        "metrics": ["chrf"],
+        "resources": SMALL_JOBS,
+        "statistics": {"bootstrap_resamples": 10},
+        "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+
+
+def test_met_bouquet_is_prefetched_then_evaluated_offline(
+    dataset: Path, tmp_path: Path, workflow: Workflow
+) -> None:
+    table = sample_judgements()
+    half = len(table) // 2
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        judged = tmp_path / "judged"
+        (judged / "test").mkdir(parents=True)
+        table.iloc[:half].to_parquet(judged / "test" / "part-0.parquet")
+        table.iloc[half:].to_parquet(judged / "test" / "part-1.parquet")
+        bouquet.commit(dict(files_of(judged, "met_bouquet/")))
+        hub.grant("hf_reader", bouquet)
+        workflow.write_config(met_bouquet_config())
+        cache = tmp_path / "hf"
+        workflow.run("prefetch", env=hub.environment(cache, token="hf_reader"))
+        assert {"met_bouquet/test/part-0.parquet", "met_bouquet/test/part-1.parquet"} <= {
+            download.split("/", 3)[3] for download in hub.downloads()
+        }
+        log = (workflow.workdir / "logs" / "prefetch.log").read_text()
+        assert "metaeval judgements:" in log and bouquet.branches["main"] in log
+        hub.clear()
+        workflow.run("metaeval", env={**hub.environment(cache), "HF_HUB_OFFLINE": "1"})
+        assert hub.requests == []
+    frame = pd.read_csv(workflow.workdir / "runs" / "metaeval" / "correlations.csv")
+    assert frame[frame["name"] == "all"]["n_segments"].tolist() == [len(table)]
+
+
+def test_met_bouquet_layout_that_differs_is_named(
+    dataset: Path, tmp_path: Path, workflow: Workflow
+) -> None:
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        workflow.write_config(met_bouquet_config())
+        environment = hub.environment(tmp_path / "hf", token="hf_reader")
+        result = workflow.run("metaeval", "--dry-run", check=False, env=environment)
+        assert result.returncode != 0
+        assert "no parquet files under met_bouquet/" in result.stderr
+        assert "top-level entries README.md, benchmark_data" in result.stderr
+        judged = tmp_path / "judged"
+        judged.mkdir()
+        sample_judgements().rename(columns={"score": "xsts"}).to_parquet(judged / "all.parquet")
+        bouquet.commit(dict(files_of(judged, "met_bouquet/")))
+        result = workflow.run("metaeval", "--dry-run", check=False, env=environment)
+    assert result.returncode != 0
+    assert "all.parquet: missing score (column 'score')" in result.stderr
+    assert "differ from the layout docs/metaeval.md assumes" in result.stderr
+
+
+def test_the_metaeval_subcommand(tmp_path: Path) -> None:
+    path = tmp_path / "judged.csv"
+    sample_judgements().to_csv(path, index=False)
+    quick = {"statistics": {"bootstrap_resamples": 20}, "metaeval": {"permutation_trials": 20}}
+    (tmp_path / "quick.yaml").write_text(json.dumps(quick), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bouquet_eval", "metaeval", "--output-dir", "runs/judged",
+         "--judgements", "judged.csv", "--metrics", "chrf", "--dataset-path", str(SAMPLE),
+         "--cores", "2", "--", "--configfile", "quick.yaml"],
+        cwd=tmp_path, env=Workflow.environment(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "agreement with people in" in result.stdout
+    frame = pd.read_csv(tmp_path / "runs" / "metaeval" / "correlations.csv")
+    assert set(frame["metric"]) == {"chrfpp"} and len(frame) == 2 + 3
+    saved = (tmp_path / "runs" / "judged" / "bouquet-eval.yaml").read_text(encoding="utf-8")
+    assert f"judgements: {path}" in saved
+
+
+# --- The report page ----------------------------------------------------------------------
+
+
+SEGMENT_LEVEL = ("pearson", "spearman", "kendall", "acc_eq")
+
+
+def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.DataFrame:
+    """correlations.csv's columns for many directions: three metrics whose agreement varies by
+    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few)."""
+    rng = np.random.default_rng(seed)
+    metrics = ("chrfpp", "metricx", "glotlid_x_metricx")
+    records = []
+    for direction in directions:
+        levels = {"chrfpp": 0.45, "metricx": 0.55, "glotlid_x_metricx": 0.5}
+        if rng.random() < 0.1:
+            levels["glotlid_x_metricx"] = 0.02
+        values = {m: levels[m] + rng.normal(scale=0.05) for m in metrics}
+        best = max(values, key=values.__getitem__)
+        for metric in metrics:
+            value = values[metric]
+            p = 0.001 if values[best] - value > 0.08 else 0.4
+            records.append(
+                {
+                    "scope": "direction",
+                    "name": direction.name,
+                    "src_lang": direction.src_lang,
+                    "tgt_lang": direction.tgt_lang,
+                    "metric": metric,
+                    "n_segments": 854 * 4,
+                    "n_systems": 4,
+                    **{s: value for s in ("pearson", "spearman", "kendall", "acc_eq")},
+                    **{
+                        f"{s}_low": value - 0.04
+                        for s in ("pearson", "spearman", "kendall", "acc_eq")
+                    },
+                    **{
+                        f"{s}_high": value + 0.04
+                        for s in ("pearson", "spearman", "kendall", "acc_eq")
+                    },
+                    "acc_eq_epsilon": 0.1,
+                    "system_accuracy": 0.8,
+                    "best": metric == best,
+                    "p_vs_best": np.nan if metric == best else p,
+                    "p_vs_best_adjusted": np.nan if metric == best else p,
+                    "best_significantly_better": pd.NA if metric == best else p < 0.05,
+                }
+            )
+    for pool in ("all", "into_english", "out_of_english"):
+        for metric in metrics:
+            records.append(
+                {
+                    "scope": "pooled", "name": pool, "metric": metric,
+                    "n_segments": 854 * 4 * len(directions), "n_systems": 4,
+                    "kendall": 0.5, "kendall_low": 0.49, "kendall_high": 0.51,
+                    "acc_eq": 0.55, "acc_eq_low": 0.54, "acc_eq_high": 0.56,
+                    "system_accuracy": 0.8, "best": metric == "metricx",
+                    "best_significantly_better": pd.NA,
+                }
+            )  # fmt: skip
+    return pd.DataFrame(records)
+
+
+def test_trust_data_names_best_margin_and_headline_disagreement() -> None:
+    frame = correlations_at_scale([Direction.parse(name) for name in DIRECTIONS], seed=3)
+    data = trust_data(frame, "acc_eq", 0.05)
+    assert data["headline"] == "glotlid_x_metricx"
+    for row in data["directions"]:
+        rows = frame[(frame["name"] == row["direction"])].sort_values("acc_eq", ascending=False)
+        assert row["best"] == rows.iloc[0]["metric"]
+        assert abs(row["margin"] - (rows.iloc[0]["acc_eq"] - rows.iloc[1]["acc_eq"])) < 1e-4
+        headline = rows[rows["metric"] == "glotlid_x_metricx"].iloc[0]
+        worse = headline["best_significantly_better"] is True
+        assert (row["headline"] == HEADLINE_STATES["worse"]) == (
+            worse and headline["kendall_low"] > 0
+        )
+    assert data["directions"][0]["source"] == "Standard Arabic"  # arb_Arab-fra_Latn
+    notes = agreement_notes(frame, "acc_eq")
+    assert notes[0].startswith("chrfpp: acc-eq 0.550 [0.540, 0.560] with human judgements")
+
+
+def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
+    reason = browser.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    directions = bouquet_shaped_directions()
+    data = trust_data(correlations_at_scale(directions), "acc_eq", 0.05)
+    page_path = tmp_path / "which-metric.html"
+    page_path.write_text(trust_page(data, TRUST_STYLE), encoding="utf-8")
+    shots = Path(os.environ.get("BOUQUET_EVAL_SHOTS", tmp_path))
+
+    async def browse() -> None:
+        async with browser.chromium() as page:
+            await page.open(page_path.as_uri())
+            rows = await page.wait_for("document.getElementById('app').dataset.rows")
+            assert rows == str(len(directions)) == "1062"
+            pooled = await page.evaluate("document.querySelectorAll('#pooled tbody tr').length")
+            assert pooled == 9
+            await page.screenshot(shots / "metaeval-all.png")
+            await page.evaluate("document.querySelectorAll('.tabs button')[1].click()")
+            disagreeing = await page.wait_for(
+                "document.getElementById('app').dataset.view === 'disagree'"
+                " && document.getElementById('app').dataset.rows"
+            )
+            assert int(disagreeing) == data["disagreeing"] > 0
+            await page.screenshot(shots / "metaeval-disagree.png")
+            assert page.errors == []
+
+    asyncio.run(browse())
+
+
+def test_mtme_export_of_unjudged_cells(tmp_path: Path) -> None:
+    table = checked(synthetic_judgements(segments=6)).drop(index=[1, 13]).reset_index(drop=True)
+    rng = np.random.default_rng(2)
+    scores = {"chrfpp": table["human"].to_numpy() + rng.normal(size=len(table))}
+    frame = correlations(table, scores, Settings(bootstrap_resamples=5, permutation_trials=5))
+    export_judgements(tmp_path, table, scores, set())
+    lp = DIRECTIONS[0]
+    pair = read_language_pair(tmp_path, lp)
+    human = pair.human["seg"]["human"]
+    assert sum(value is None for values in human.values() for value in values) == 2
+    cells = np.array(
+        [
+            (m, h)
+            for system in pair.systems
+            for m, h in zip(pair.scores["seg"]["chrfpp-refA"][system], human[system], strict=True)
+            if h is not None
+        ]
+    ).T
+    row = frame[(frame["name"] == lp)].iloc[0]
+    assert abs(scipy_stats.kendalltau(*cells).statistic - row["kendall"]) < TOLERANCE
