@@ -9,10 +9,10 @@ the default statistics: 1000 bootstrap resamples), for the largest number of mod
 Then, each in a fresh process (wall and CPU seconds, peak memory of that process):
 - `statistics`: one model's scores.csv and resampled.npz from its rows, the work its
   aggregation job does for the leaderboard and the report (once per model, kept beside its
-  scores);
+  scores), and its heatmaps (its `heatmaps` job);
 - per number of models M: `leaderboard` (read the models' files, intervals, p vs best and
-  clusters, leaderboard.csv and .md) and `report` (every page and figure: versus-baseline
-  tests, heatmaps, distributions, sentences...), with the workflow's code;
+  clusters, leaderboard.csv and .md) and `report` (every page and figure the leaderboard job
+  draws: versus-baseline tests, distributions, sentences...), with the workflow's code;
 - `baseline`: a small numpy/pyarrow program computing the same statistics from the same
   scored_rows.parquet files (each model's resample means as one count-matrix product, the
   macro intervals, the paired p-values against the best and the clusters, each model's
@@ -73,14 +73,19 @@ def child_statistics(output: Path, model: str) -> None:
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.aggregate import direction_table
+    from bouquet_eval.results.report import write_heatmaps
 
-    rows = pd.read_parquet(output / model / "scored_rows.parquet")
+    # The columns its aggregation resamples (the texts are no part of its statistics).
+    keys_and_scores = ["src_lang", "tgt_lang", "uniq_id", *COLUMNS]
+    rows = pd.read_parquet(output / model / "scored_rows.parquet", columns=keys_and_scores)
     folder = Path(tempfile.mkdtemp(prefix="statistics-"))
 
     def run() -> None:
         table = direction_table(rows, COLUMNS, Resampling())
         table.scores.to_csv(folder / "scores.csv", index=False)
         table.resampled.write(folder / "resampled.npz")
+        heatmaps = {column: folder / f"{column}.svg" for column in COLUMNS}
+        write_heatmaps(heatmaps, table.scores, model, LOWER)
 
     print(json.dumps(measured("statistics", run)))
 
@@ -239,7 +244,7 @@ def main() -> None:
             )
 
     statistics = in_child("statistics", str(output), "model-1")
-    print(f"one model's statistics (its aggregation's share): {statistics['wall_s']:.1f} s wall, "
+    print(f"one model's statistics and heatmaps: {statistics['wall_s']:.1f} s wall, "
           f"{statistics['cpu_s']:.1f} CPU-s, {statistics['peak_mb']:.0f} MB peak")  # fmt: skip
     jobs: dict[tuple[int, str], float] = {}
     leaderboards: dict[tuple[int, str], float] = {}

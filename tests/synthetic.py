@@ -137,7 +137,12 @@ def write_shaped_run(
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
-    from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+    from bouquet_eval.results.report import (
+        RunRecords,
+        figure_paths,
+        write_figures,
+        write_heatmaps,
+    )
     from bouquet_eval.results.resampled import RESAMPLED_FILE
 
     seconds = {}
@@ -171,5 +176,8 @@ def write_shaped_run(
     )
     paths = figure_paths(output / "report", models, columns, [str(d) for d in directions])
     write_figures(paths, board, results, rows, run, lower, resampling, models[-1])
+    for result in results:
+        heatmaps = {c: paths["heatmaps"][result.name, c] for c in columns}
+        write_heatmaps(heatmaps, result.scores, result.name, lower)
     seconds["report pages"] = time.perf_counter() - started
     return seconds

@@ -5,10 +5,7 @@
 import sys
 from pathlib import Path
 
-# Snakemake's report(), under a name its parser does not take for the `report:` keyword when
-# it starts a line.
 from snakemake.exceptions import WorkflowError
-from snakemake.io import report as report_item
 
 from bouquet_eval.core.config import ConfigError, expand_path, job_name
 from bouquet_eval.data.outputs import AGGREGATES, metric_scores_path
@@ -17,7 +14,7 @@ from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.planning.checks import check_own_objects, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.leaderboard import primary_metric, score_columns
-from bouquet_eval.results.report import figure_paths
+from bouquet_eval.results.report import figure_paths, heatmap_path
 from bouquet_eval.results.verify import claim_fingerprint
 
 # The embedded default: the bundled sample, unless a configuration file is given.
@@ -232,20 +229,6 @@ METRIC_LABELS = {
 FIGURES = figure_paths(
     REPORT_DIR, list(MODELS), SCORE_COLUMNS, [str(d) for d in DIRECTIONS]
 )
-
-
-def figures_of_models(kind, caption, category):
-    """report() outputs of one figure per model and metric, labelled with both."""
-    return [
-        report_item(
-            path,
-            caption=caption,
-            category=category,
-            subcategory=model,
-            labels={"model": model, "metric": METRIC_LABELS[column]},
-        )
-        for (model, column), path in FIGURES[kind].items()
-    ]
 
 
 def translations_of_model(wildcards):

@@ -1,5 +1,5 @@
-# The leaderboard across models and the figures of the Snakemake report, in one job (it
-# reads the scored rows once): part of `all`.
+# The leaderboard across models and the report's figures and pages that span models, in one
+# job (it reads each model's scored rows once): part of `all`.
 
 
 rule leaderboard:
@@ -39,7 +39,6 @@ rule leaderboard:
             )
             for part, path in FIGURES["sentences"].items()
         ],
-        heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "4. Heatmaps"),
         distributions=[
             report(
                 path,
@@ -80,3 +79,32 @@ rule leaderboard:
         rerun_when={"metrics": list(PLAN.metrics), "statistics": PLAN.statistics},
     script:
         "../../scripts/rules/leaderboard.py"
+
+
+# Each model's heatmaps, from its scores alone: adding a model draws only its own. Part of
+# `all` beside the leaderboard.
+rule heatmaps:
+    input:
+        scores=OUTPUT_DIR / "{model}" / "scores.csv",
+    output:
+        heatmaps=[
+            report(
+                heatmap_path(REPORT_DIR, "{model}", column),
+                caption="../report/heatmap.rst",
+                category="4. Heatmaps",
+                subcategory="{model}",
+                labels={"model": "{model}", "metric": METRIC_LABELS[column]},
+            )
+            for column in SCORE_COLUMNS
+        ],
+    log:
+        "logs/{model}/heatmaps.log",
+    wildcard_constraints:
+        model="|".join(re.escape(name) for name in MODELS),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        metrics=config["metrics"],
+        columns=SCORE_COLUMNS,
+    script:
+        "../../scripts/rules/heatmaps.py"

@@ -68,10 +68,21 @@ class ModelResults:
     name: str
     scores: pd.DataFrame
     """scores.csv: one row per direction."""
-    rows: pd.DataFrame
-    """Sentence scores: src_lang, tgt_lang, uniq_id and the metric columns."""
+    sentence_scores: pd.DataFrame | Path
+    """Sentence scores (src_lang, tgt_lang, uniq_id and the metric columns), or the
+    scored_rows.parquet they are read from when needed (`rows`): about 900,000 rows a model
+    at BOUQuET's size, which the leaderboard does not keep for every model at once."""
     resampled: ResampledScores | None = None
     """Its aggregation's bootstrap resamples (resampled.npz); made from `rows` where None."""
+    sentence_columns: tuple[str, ...] = ()
+    """The columns of `sentence_scores` read from its file."""
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The sentence scores, read from their file each time where they were not given."""
+        if isinstance(self.sentence_scores, pd.DataFrame):
+            return self.sentence_scores
+        return pd.read_parquet(self.sentence_scores, columns=list(self.sentence_columns))
 
     @classmethod
     def read(
@@ -90,8 +101,9 @@ class ModelResults:
         return cls(
             name,
             pd.read_csv(scores_csv),
-            pd.read_parquet(scored_rows, columns=wanted),
+            scored_rows,
             ResampledScores.read(resampled, resampling.signature()),
+            tuple(wanted),
         )
 
     def statistics(self, columns: Sequence[str], resampling: Resampling) -> ResampledScores:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,11 +36,13 @@ from bouquet_eval.results.leaderboard import (
 )
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 from bouquet_eval.results.views import (
+    WORST_SENTENCES,
     results_data,
     results_page,
     sentence_parts,
     sentences_data,
     sentences_pages,
+    worst_sentences,
 )
 
 if TYPE_CHECKING:
@@ -205,27 +207,34 @@ def binned_density(values: np.ndarray, coords: np.ndarray) -> np.ndarray:
     return kernel @ counts / (values.size * bandwidth * np.sqrt(2 * np.pi))
 
 
-def distributions(
-    rows_by_model: Mapping[str, pd.DataFrame], column: str, lower: set[str]
-) -> Figure:
-    """Violin plots of sentence scores per model, with the mean marked."""
+def violin_of(values: pd.Series) -> dict[str, Any] | None:
+    """matplotlib's violin statistics of a model's sentence scores on one metric (their
+    density from `binned_density`, mean, median, extremes); None where it has no score.
+    Made a model at a time: the figure needs these, not the scores."""
     from matplotlib import cbook
 
-    names = [name for name, rows in rows_by_model.items() if column in rows]
-    values = [_finite(rows_by_model[name][column]) for name in names]
+    finite = _finite(values)
+    return cbook.violin_stats([finite], binned_density)[0] if finite.size else None
+
+
+def distributions(
+    violins: Mapping[str, dict[str, Any] | None], column: str, lower: set[str]
+) -> Figure:
+    """Violin plots of sentence scores per model (`violin_of`), with the mean marked."""
+    names = list(violins)
     figure = _figure(7.5, max(2.5, 0.6 * len(names) + 1.3))
     axes = figure.add_subplot()
-    shown = [(i, v) for i, v in enumerate(values) if v.size]
+    shown = [(i, v) for i, name in enumerate(names) if (v := violins[name]) is not None]
     if shown:
         axes.violin(
-            cbook.violin_stats([v for _, v in shown], binned_density),
+            [v for _, v in shown],
             [i for i, _ in shown],
             orientation="horizontal",
             showmedians=True,
             showextrema=True,
         )
         axes.scatter(
-            [v.mean() for _, v in shown],
+            [v["mean"] for _, v in shown],
             [i for i, _ in shown],
             marker="D",
             s=18,
@@ -511,6 +520,20 @@ def usage_line(timing: Mapping[str, Any]) -> str:
     return f"<p>{html.escape('; '.join(parts))}.</p>" if parts else ""
 
 
+def heatmap_path(folder: Path, model: str, column: str) -> Path:
+    return folder / "heatmaps" / f"{model}.{column}.svg"
+
+
+def write_heatmaps(
+    paths: Mapping[str, Path], scores: pd.DataFrame, model: str, lower: set[str]
+) -> None:
+    """One model's heatmaps, one per metric column at its path in `paths`: they need its
+    scores alone, so each model's are drawn by its own job, and adding a model draws only its
+    own."""
+    for column, path in paths.items():
+        write_svg(path, heatmap(scores, column, model, lower))
+
+
 def figure_paths(
     folder: Path, models: Sequence[str], columns: Sequence[str], directions: Sequence[str]
 ) -> dict[str, Any]:
@@ -522,7 +545,7 @@ def figure_paths(
         "leaderboard": folder / "leaderboard.html",
         "results": folder / "results.html",
         "sentences": {part: folder / f"sentences-{part.number}.html" for part in parts},
-        "heatmaps": {(m, c): folder / "heatmaps" / f"{m}.{c}.svg" for m, c in pairs},
+        "heatmaps": {(m, c): heatmap_path(folder, m, c) for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
         "timing": folder / "timing.svg",
@@ -550,31 +573,73 @@ def write_figures(
     resampling: Resampling,
     baseline: str | None = None,
 ) -> None:
-    """Every figure and page at its place in `paths` (see `figure_paths`); `scored_rows` are
+    """Every figure and page at its place in `paths` (see `figure_paths`) but the models'
+    heatmaps (`write_heatmaps`); `scored_rows` are
     the models' scored_rows.parquet (the sentence page's texts), `baseline` the model the
     results page compares the others with (by default the best ranked one)."""
     scores = {r.name: r.scores for r in results}
     # Models in leaderboard order, best first, in every figure.
     ordered = [name for name in board["model"] if name in scores]
-    rows = {r.name: r.rows for r in results}
+    by_name = {r.name: r for r in results}
     primary = board.attrs["primary"]
     write_text(paths["leaderboard"], leaderboard_page(board, lower))
     columns = list(paths["distributions"])
     statistics = {r.name: r.statistics(columns, resampling) for r in results}
-    versus = versus_baseline(board, rows, statistics, baseline, resampling)
+    versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
-    sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
+    violins, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
+    sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
     parts = list(paths["sentences"])
     for part, text in zip(parts, sentences_pages(sentences, parts, STYLE), strict=True):
         write_text(paths["sentences"][part], text)
-    for (model, column), path in paths["heatmaps"].items():
-        write_svg(path, heatmap(scores[model], column, model, lower))
     for column, path in paths["distributions"].items():
-        write_svg(path, distributions({m: rows[m] for m in ordered}, column, lower))
+        write_svg(path, distributions(violins[column], column, lower))
     write_svg(paths["comparison"], comparison(scores, board, lower))
     write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
     write_text(paths["run"], run_page(run.config, run.manifests))
+
+
+class LazyRows(Mapping[str, pd.DataFrame]):
+    """Models' sentence scores by name, read when asked for (`ModelResults.rows`)."""
+
+    def __init__(self, results: Mapping[str, ModelResults]) -> None:
+        self.results = results
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.results[name].rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def report_rows(
+    results: Sequence[ModelResults],
+    ordered: Sequence[str],
+    columns: Sequence[str],
+    primary: str,
+    lower: bool,
+) -> tuple[dict[str, dict[str, dict[str, Any] | None]], dict[str, pd.DataFrame]]:
+    """What the distributions and the sentence page take of each model's sentence scores,
+    each model's read once and let go: per score column its violin (`violin_of`), and its
+    rows that can be among its worst on `primary` (`views.worst_sentences` picks the same
+    from them as from all rows, in the same order), all of them for the first model (whose
+    sample the page shows). Only these stay in memory, not every model's ~900,000 rows."""
+    by_name = {r.name: r for r in results}
+    violins: dict[str, dict[str, dict[str, Any] | None]] = {c: {} for c in columns}
+    sentence_rows: dict[str, pd.DataFrame] = {}
+    for position, name in enumerate(ordered):
+        rows = by_name[name].rows
+        for column in columns:
+            if column in rows:
+                violins[column][name] = violin_of(rows[column])
+        sentence_rows[name] = (
+            rows if position == 0 else worst_sentences(rows, primary, lower, WORST_SENTENCES)
+        )
+    return violins, sentence_rows
 
 
 def versus_baseline(
