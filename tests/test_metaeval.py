@@ -28,9 +28,12 @@ from bouquet_eval.data.judgements import (
     read_table,
     resolve_judgements,
 )
+from bouquet_eval.results import agreement as agreement_module
 from bouquet_eval.results.agreement import (
+    Agreement,
     Items,
     acc_eq,
+    agreement,
     kendall_tau_b,
     pearson,
     permutation_p,
@@ -47,6 +50,7 @@ from bouquet_eval.results.trust import (
     trust_data,
     trust_page,
 )
+from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 from . import browser
 from .conftest import SAMPLE, Workflow
@@ -155,15 +159,20 @@ def test_acc_eq_equals_the_reference(seed: int) -> None:
     assert abs(epsilon - expected_epsilon) < TOLERANCE
 
 
-def test_permutation_test_equals_the_reference() -> None:
+@pytest.mark.parametrize("chunk_cells", [agreement_module.TRIAL_CELLS, 100])
+def test_permutation_test_equals_the_reference(
+    chunk_cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agreement_module, "TRIAL_CELLS", chunk_cells)
     rng = np.random.default_rng(3)
     human = rng.integers(1, 6, 60).astype(float)
-    good = human + rng.normal(scale=1.0, size=60)
-    poor = human + rng.normal(scale=3.0, size=60)
+    good = (human + rng.normal(scale=1.0, size=60)).round()  # ties in both
+    poor = (human + rng.normal(scale=3.0, size=60)).round()
     items = np.repeat(np.arange(15), 4)
     for statistic, function in (
         ("kendall", lambda h, m: scipy_stats.kendalltau(m, h).statistic),
         ("pearson", lambda h, m: scipy_stats.pearsonr(m, h).statistic),
+        ("spearman", lambda h, m: scipy_stats.spearmanr(m, h).statistic),
         ("acc_eq", lambda h, m: reference_acc_eq(h, m, items)[0]),
     ):
         trials = 30 if statistic == "acc_eq" else 200
@@ -248,6 +257,38 @@ def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
         samples.append(scipy_stats.kendalltau(metric[rows.index], rows["human"]).statistic)
     low, high = percentile_interval(np.array(samples))
     assert abs(row["kendall_low"] - low) < TOLERANCE and abs(row["kendall_high"] - high) < TOLERANCE
+
+
+@pytest.mark.parametrize("rounding", [None, 0])
+def test_resampled_statistics_equal_the_loop_over_resampled_rows(rounding: int | None) -> None:
+    """All resamples at once (weights) give what each resample's rows give to `agreement`,
+    for one direction and for a pool, with ties in both scores when rounded."""
+    table = checked(synthetic_judgements(segments=9))
+    rng = np.random.default_rng(2)
+    metric = table["human"].to_numpy() + rng.normal(scale=1.5, size=len(table))
+    if rounding is not None:
+        metric = metric.round(rounding)
+    direction = (table["src_lang"] + "-" + table["tgt_lang"]).to_numpy()
+    for rows in (np.flatnonzero(direction == DIRECTIONS[0]), np.arange(len(table))):
+        part = table.iloc[rows]
+        human = part["human"].to_numpy(float)
+        items = pd.factorize(part["src_lang"] + part["tgt_lang"] + part["segment"], sort=True)[0]
+        systems = pd.factorize(part["system"], sort=True)[0]
+        groups = pd.factorize(part["src_lang"] + part["tgt_lang"], sort=True)[0]
+        draws = Resampling(bootstrap_resamples=60).bootstrap_weights(items.max() + 1)
+        draws[0, : items.max()] = 0  # a resample of one item: statistics undefined
+        batched = resampled_statistics(human, metric[rows], items, systems, groups, draws)
+        grouped = Items.of(items)
+        for trial, counts in enumerate(draws):
+            picked, copies = grouped.resample(counts)
+            one = agreement(
+                human[picked], metric[rows][picked], copies, systems[picked], groups[picked]
+            )
+            expected = np.array([getattr(one, name) for name in Agreement.statistics()])
+            got = batched[:, trial]
+            assert (np.isnan(expected) == np.isnan(got)).all(), (trial, expected, got)
+            finite = np.isfinite(expected)
+            assert np.abs(expected[finite] - got[finite]).max(initial=0) < TOLERANCE, trial
 
 
 def test_items_resample_keeps_copies_apart() -> None:

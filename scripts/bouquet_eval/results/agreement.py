@@ -308,11 +308,79 @@ def permutation_p(
     masks = swap_masks(seed, trials, human.size)
     at_least = 0
     tolerance = 1e-9 * max(abs(observed), 1.0)
-    for mask in masks:
-        swapped_a = np.where(mask, b, a)
-        swapped_b = np.where(mask, a, b)
-        delta = segment_statistic(statistic, human, swapped_a, items) - segment_statistic(
-            statistic, human, swapped_b, items
-        )
-        at_least += bool(delta >= observed - tolerance)
+    pairs = item_pairs(items) if statistic == "acc_eq" else None
+    step = max(1, TRIAL_CELLS // max(human.size, pairs[0].size if pairs else 0, 1))
+    for start in range(0, trials, step):
+        mask = masks[start : start + step]
+        delta = _trial_statistics(
+            statistic, human, np.where(mask, b, a), pairs
+        ) - _trial_statistics(statistic, human, np.where(mask, a, b), pairs)
+        at_least += int((delta >= observed - tolerance).sum())
     return observed, (at_least + 1) / (trials + 1)
+
+
+TRIAL_CELLS = 4_000_000
+"""Permutation trials are computed in chunks of about this many (trial, row) cells."""
+
+
+def _trial_statistics(
+    statistic: str,
+    human: np.ndarray,
+    metrics: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray] | None,
+) -> np.ndarray:
+    """`segment_statistic` of each row of `metrics` (trials, rows) against `human`: Pearson,
+    Spearman and acc-eq for all trials at once; Kendall's tau-b trial by trial."""
+    if statistic == "kendall":
+        return np.array([kendall_tau_b(row, human) for row in metrics])
+    if statistic == "acc_eq":
+        assert pairs is not None
+        return _rows_acc_eq(human, metrics, *pairs)
+    if statistic == "spearman":
+        metrics, human = _rows_average_ranks(metrics), average_ranks(human)
+    dx = metrics - metrics.mean(axis=1, keepdims=True)
+    dy = human - human.mean()
+    denominator = np.sqrt((dx * dx).sum(axis=1) * (dy @ dy))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (dx @ dy) / denominator
+    return np.where((human.size >= 2) & (denominator > 0), r, np.nan)
+
+
+def _rows_average_ranks(values: np.ndarray) -> np.ndarray:
+    """`average_ranks` of each row."""
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    n = values.shape[1]
+    positions = np.broadcast_to(np.arange(n), values.shape)
+    new_run = np.c_[np.ones((len(values), 1), bool), ordered[:, 1:] != ordered[:, :-1]]
+    run_start = np.maximum.accumulate(np.where(new_run, positions, 0), axis=1)
+    run_end = np.c_[new_run[:, 1:], np.ones((len(values), 1), bool)]
+    # The end (exclusive) of each position's run: the next run's start, found from the right.
+    ends = np.where(run_end, positions + 1, n)
+    run_stop = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, (run_start + run_stop + 1) / 2.0, axis=1)
+    return ranks
+
+
+def _rows_acc_eq(
+    human: np.ndarray, metrics: np.ndarray, first: np.ndarray, second: np.ndarray
+) -> np.ndarray:
+    """`acc_eq`'s accuracy for each row of `metrics`: the best count of right pairs over the
+    candidate epsilons, each the last of a run of equal gaps (or below all, never better than
+    epsilon 0 where a gap is 0), as `acc_eq` counts them."""
+    if not first.size:
+        return np.full(len(metrics), np.nan)
+    human_delta = human[first] - human[second]
+    metric_delta = metrics[:, first] - metrics[:, second]
+    gap = np.abs(metric_delta)
+    order = np.argsort(gap, axis=1, kind="stable")
+    gap = np.take_along_axis(gap, order, axis=1)
+    agrees = (human_delta != 0) & (np.sign(human_delta) == np.sign(metric_delta))
+    agrees = np.take_along_axis(agrees & (metric_delta != 0), order, axis=1)
+    human_tie = (human_delta == 0)[order]
+    all_agreeing = agrees.sum(axis=1)
+    correct = np.cumsum(human_tie, axis=1) + all_agreeing[:, None] - np.cumsum(agrees, axis=1)
+    last_of_gap = np.c_[gap[:, 1:] != gap[:, :-1], np.ones((len(gap), 1), bool)]
+    best = np.where(last_of_gap, correct, -1).max(axis=1)
+    return np.maximum(best, all_agreeing) / first.size
