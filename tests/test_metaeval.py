@@ -24,7 +24,9 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_i
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.judgements import (
     JudgementError,
+    JudgementSource,
     check_judgements,
+    judged_systems,
     read_table,
     resolve_judgements,
 )
@@ -305,15 +307,32 @@ def test_items_resample_keeps_copies_apart() -> None:
 def test_every_table_format_reads_the_same(tmp_path: Path, suffix: str) -> None:
     frame = synthetic_judgements(segments=3)
     path = tmp_path / f"judged{suffix}"
-    if suffix == ".parquet":
-        frame.to_parquet(path)
-    elif suffix == ".jsonl":
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
-    else:
-        frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+
+    def write(frame: pd.DataFrame) -> None:
+        if suffix == ".parquet":
+            frame.to_parquet(path)
+        elif suffix == ".jsonl":
+            frame.to_json(path, orient="records", lines=True, force_ascii=False)
+        else:
+            frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+
+    write(frame)
     table = check_judgements(read_table(path), path, DEFAULT_COLUMNS)
     assert table["human"].tolist() == frame["score"].astype(float).tolist()
     assert table["segment"].tolist() == frame["uniq_id"].tolist()
+    # A job's process plans from the three columns alone, as the main process from the
+    # checked table; it does not check the rest (a bad score there is the main process's).
+    source = JudgementSource((path,), DEFAULT_COLUMNS, True, {"path": str(path)})
+    directions = [Direction(*name.split("-")) for name in DIRECTIONS]
+    planned = judged_systems(source, directions, tmp_path, check=True)
+    assert judged_systems(source, directions, tmp_path, check=False) == planned
+    assert sorted(planned) == sorted(frame["system"].unique())
+    frame["score"] = frame["score"].astype(str)
+    frame.loc[0, "score"] = "n/a"
+    write(frame)
+    with pytest.raises(JudgementError, match="row 1, field score"):
+        judged_systems(source, directions, tmp_path, check=True)
+    assert judged_systems(source, directions, tmp_path, check=False) == planned
 
 
 def test_faults_are_named_by_file_row_and_field(tmp_path: Path) -> None:
