@@ -308,13 +308,17 @@ def permutation_p(
     masks = swap_masks(seed, trials, human.size)
     at_least = 0
     tolerance = 1e-9 * max(abs(observed), 1.0)
-    pairs = item_pairs(items) if statistic == "acc_eq" else None
-    step = max(1, TRIAL_CELLS // max(human.size, pairs[0].size if pairs else 0, 1))
+    swapped_acc_eq = _SwappedAccEq(human, a, b, items) if statistic == "acc_eq" else None
+    width = 4 * swapped_acc_eq.first.size if swapped_acc_eq else human.size
+    step = max(1, TRIAL_CELLS // max(width, 1))
     for start in range(0, trials, step):
         mask = masks[start : start + step]
-        delta = _trial_statistics(
-            statistic, human, np.where(mask, b, a), pairs
-        ) - _trial_statistics(statistic, human, np.where(mask, a, b), pairs)
+        if swapped_acc_eq is not None:
+            delta = swapped_acc_eq.deltas(mask)
+        else:
+            delta = _trial_statistics(statistic, human, np.where(mask, b, a)) - _trial_statistics(
+                statistic, human, np.where(mask, a, b)
+            )
         at_least += int((delta >= observed - tolerance).sum())
     return observed, (at_least + 1) / (trials + 1)
 
@@ -323,19 +327,11 @@ TRIAL_CELLS = 4_000_000
 """Permutation trials are computed in chunks of about this many (trial, row) cells."""
 
 
-def _trial_statistics(
-    statistic: str,
-    human: np.ndarray,
-    metrics: np.ndarray,
-    pairs: tuple[np.ndarray, np.ndarray] | None,
-) -> np.ndarray:
-    """`segment_statistic` of each row of `metrics` (trials, rows) against `human`: Pearson,
-    Spearman and acc-eq for all trials at once; Kendall's tau-b trial by trial."""
+def _trial_statistics(statistic: str, human: np.ndarray, metrics: np.ndarray) -> np.ndarray:
+    """`segment_statistic` of each row of `metrics` (trials, rows) against `human`: Pearson and
+    Spearman for all trials at once; Kendall's tau-b trial by trial."""
     if statistic == "kendall":
         return np.array([kendall_tau_b(row, human) for row in metrics])
-    if statistic == "acc_eq":
-        assert pairs is not None
-        return _rows_acc_eq(human, metrics, *pairs)
     if statistic == "spearman":
         metrics, human = _rows_average_ranks(metrics), average_ranks(human)
     dx = metrics - metrics.mean(axis=1, keepdims=True)
@@ -363,24 +359,50 @@ def _rows_average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _rows_acc_eq(
-    human: np.ndarray, metrics: np.ndarray, first: np.ndarray, second: np.ndarray
-) -> np.ndarray:
-    """`acc_eq`'s accuracy for each row of `metrics`: the best count of right pairs over the
-    candidate epsilons, each the last of a run of equal gaps (or below all, never better than
-    epsilon 0 where a gap is 0), as `acc_eq` counts them."""
-    if not first.size:
-        return np.full(len(metrics), np.nan)
-    human_delta = human[first] - human[second]
-    metric_delta = metrics[:, first] - metrics[:, second]
-    gap = np.abs(metric_delta)
-    order = np.argsort(gap, axis=1, kind="stable")
-    gap = np.take_along_axis(gap, order, axis=1)
-    agrees = (human_delta != 0) & (np.sign(human_delta) == np.sign(metric_delta))
-    agrees = np.take_along_axis(agrees & (metric_delta != 0), order, axis=1)
-    human_tie = (human_delta == 0)[order]
-    all_agreeing = agrees.sum(axis=1)
-    correct = np.cumsum(human_tie, axis=1) + all_agreeing[:, None] - np.cumsum(agrees, axis=1)
-    last_of_gap = np.c_[gap[:, 1:] != gap[:, :-1], np.ones((len(gap), 1), bool)]
-    best = np.where(last_of_gap, correct, -1).max(axis=1)
-    return np.maximum(best, all_agreeing) / first.size
+class _SwappedAccEq:
+    """acc-eq of the two metrics in many permutation trials, sorting once: a trial takes each
+    score from one metric or the other, so the metric's difference over a pair is one of four
+    candidates (first row's score from `a` or `b`, second row's the same), all sorted by gap
+    once. A trial weighs each pair's candidate 1 and the others 0; the right pairs at each
+    candidate epsilon are then cumulative sums, and the best count is the best over the
+    candidates (one that a trial does not take counts as the one below it), as `acc_eq`'s."""
+
+    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, items: np.ndarray):
+        self.first, self.second = item_pairs(items)
+        first, second = self.first, self.second
+        human_delta = human[first] - human[second]
+        # Candidate c (0..3): the first row's score from b where c >= 2, the second's where c
+        # is odd; candidate c of pair p is column c * pairs + p.
+        metric_delta = np.concatenate(
+            [(b if c >= 2 else a)[first] - (b if c % 2 else a)[second] for c in range(4)]
+        )
+        human_delta = np.tile(human_delta, 4)
+        gap = np.abs(metric_delta)
+        order = np.argsort(gap, kind="stable")
+        self.position = np.empty(order.size, np.int64)
+        self.position[order] = np.arange(order.size)
+        self.human_tie = (human_delta == 0)[order]
+        same = np.sign(human_delta) == np.sign(metric_delta)
+        self.agrees = ((human_delta != 0) & same & (metric_delta != 0))[order]
+        sorted_gap = gap[order]
+        self.last_of_gap = np.r_[sorted_gap[1:] != sorted_gap[:-1], True]
+
+    def deltas(self, masks: np.ndarray) -> np.ndarray:
+        """Per trial (row of `masks`): acc-eq of the swapped `a` minus that of swapped `b`."""
+        pairs = self.first.size
+        if not pairs:
+            return np.full(len(masks), np.nan)
+        candidate = 2 * masks[:, self.first].astype(np.int64) + masks[:, self.second]
+        columns = candidate * pairs + np.arange(pairs)
+        # Swapped b takes from each row the other metric's score: candidate 3 - c.
+        return self._accuracy(columns) - self._accuracy((3 - candidate) * pairs + np.arange(pairs))
+
+    def _accuracy(self, columns: np.ndarray) -> np.ndarray:
+        taken = np.zeros((len(columns), self.position.size), bool)
+        np.put_along_axis(taken, self.position[columns], True, axis=1)
+        all_agreeing = (taken & self.agrees).sum(axis=1)
+        # Right at epsilon: the ties people make too, up to it, and the agreeing pairs above.
+        change = taken * (self.human_tie.astype(np.int8) - self.agrees)
+        correct = np.cumsum(change, axis=1, dtype=np.int32)[:, self.last_of_gap]
+        best = all_agreeing + correct.max(axis=1)
+        return np.maximum(best, all_agreeing) / self.first.size

@@ -165,12 +165,12 @@ class _Plan:
     def acc_eq(self, counts: np.ndarray) -> np.ndarray:
         if not self.pair_items.size:
             return np.full(counts.shape[0], np.nan)
-        weights = counts[:, self.pair_items][:, self.pair_order]
-        agreeing = weights * self.agrees
-        all_agreeing = agreeing.sum(axis=1)
-        tied_right = np.cumsum(weights * self.human_tie, axis=1)[:, self.last_of_gap]
-        ordered_right = all_agreeing[:, None] - np.cumsum(agreeing, axis=1)[:, self.last_of_gap]
-        correct = np.maximum(all_agreeing, (tied_right + ordered_right).max(axis=1))
+        weights = counts[:, self.pair_items[self.pair_order]]
+        all_agreeing = weights @ self.agrees.astype(float)
+        # Right at epsilon: the ties people make too, up to it, and the agreeing pairs above.
+        change = weights * (self.human_tie.astype(float) - self.agrees)
+        correct = all_agreeing + np.cumsum(change, axis=1)[:, self.last_of_gap].max(axis=1)
+        correct = np.maximum(all_agreeing, correct)
         total = weights.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, correct / total, np.nan)
