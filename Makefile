@@ -15,7 +15,7 @@ CORES ?= 2
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install install-all demo test lint pytest clean slurm-profile
+.PHONY: install install-all demo test lint pytest clean slurm-profile schema
 
 install: $(CORE)
 install-all: $(FULL) $(VLLM)
@@ -31,7 +31,7 @@ $(CORE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --editable '.[dev,slurm,api,hf,lid]'
+	$(BIN)/python -m pip install --quiet --editable '.[dev,slurm,api,hf,lid,saved]'
 	touch $@ $(CORE)
 
 $(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
@@ -55,6 +55,10 @@ lint: $(FULL)
 	$(BIN)/lint-imports
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/snakemake --snakefile workflow/Snakefile --lint --cores 1
+
+# The complete configuration schema that editors read (tests/test_publishing.py keeps it true).
+schema: $(CORE)
+	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
 
 pytest: $(FULL) $(VLLM)
 	$(BIN)/python -m pytest -m "not vllm" $(PYTEST_ARGS)

@@ -483,13 +483,13 @@ def test_requests_stay_in_flight_across_directions(server: ChatServer) -> None:
 
     def batches() -> Iterator[list[str]]:
         for batch in (first, second, []):
-            sent_when_taken.append(translator.usage.requests)
+            sent_when_taken.append(len(server.chat_requests))
             yield batch
 
     finished = list(translator.translate_batches(batches()))
     # The second direction was taken only once the first one's requests left room for more,
     # and its requests went out beside a4, and so finished before it.
-    assert sent_when_taken[0] == 0 and sent_when_taken[1] >= 4
+    assert sent_when_taken[0] == 0 and sent_when_taken[1] >= 2
     order = [index for index, _ in finished]
     assert order.index(1) < order.index(0) and order[-1] == 0
     assert dict(finished) == {
@@ -701,3 +701,39 @@ def test_the_server_stops_promptly_with_requests_held_and_connections_idle() -> 
     assert held.recv(1) == b""  # closed without an answer
     held.close()
     idle.close()
+
+
+def test_each_direction_counts_its_own_requests_and_cache_hits(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    """Requests of several directions overlap; each direction's counts, taken when it is
+    handed back as timing.csv takes them, are its own: its sentences' requests and retries."""
+    directions = [[f"{name}{i}" for i in range(5)] for name in "abcd"]
+    slow, quick = answer(delay=0.3), answer()
+    faults = {"b2": [error(503)]}
+
+    def reply(handler: Any, request: Any) -> None:
+        pending = faults.get(request.prompt)
+        if pending:
+            pending.pop()(handler, request)
+            return
+        (slow if request.prompt.endswith("0") else quick)(handler, request)
+
+    server.default = reply
+
+    def counted(translator: OpenAIChatTranslator) -> dict[int, tuple[int, ...]]:
+        before = (0, 0, 0)
+        per_direction = {}
+        for index, _ in translator.translate_batches(directions):
+            usage = translator.usage
+            now = (usage.requests, usage.retries, usage.cache_hits)
+            per_direction[index] = tuple(n - b for n, b in zip(now, before, strict=True))
+            before = now
+        return per_direction
+
+    first = counted(make(server, concurrency=16, cache_dir=tmp_path))
+    assert first == {0: (5, 0, 0), 1: (6, 1, 0), 2: (5, 0, 0), 3: (5, 0, 0)}
+    # Again, every answer from the cache.
+    assert counted(make(server, concurrency=16, cache_dir=tmp_path)) == {
+        index: (0, 0, 5) for index in range(4)
+    }

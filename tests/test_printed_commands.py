@@ -1,9 +1,10 @@
 """Every command the project prints works as printed, pasted into a shell in a directory that is
-not the repository: the hint of a missing dataset, COMMANDS.txt of a submission, and
-`${BOUQUET_EVAL_HOME}` in a script of one's own."""
+not the repository: the hint of a missing dataset, the documented command that verifies a
+received submission, and `${BOUQUET_EVAL_HOME}` in a script of one's own."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from bouquet_eval.results.verify import OK
 
@@ -61,27 +63,48 @@ def test_the_missing_dataset_hint_fetches_it(
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         pasted(hint.group(1), elsewhere, hub.environment(cache, token="hf_reader"))
-        workflow.run(env=offline)
+        workflow.run("all", "submission", env=offline)
     assert len(pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")) == 1
+    # The submission's eval-results entries name the commit the revision resolved to.
+    from huggingface_hub import parse_eval_result_entries
+
+    submission = workflow.workdir / "runs" / "submission" / "copy-source"
+    commit = json.loads((submission / "manifest.json").read_text())["entries"][-1]["dataset"]
+    (entry,) = parse_eval_result_entries(
+        yaml.safe_load((submission / "eval_results.yaml").read_text())
+    )
+    assert entry.dataset_id == "facebook/bouquet" and entry.dataset_revision == commit["commit"]
 
 
-def test_commands_txt_verifies_the_submission(
+def documented_maintainer_command() -> str:
+    """The command docs/results.md gives a maintainer to verify a received submission."""
+    page = (REPOSITORY / "docs" / "results.md").read_text(encoding="utf-8")
+    section = page.split("**Verifying a received submission**", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return block.replace("\\\n", " ").strip()
+
+
+def test_the_documented_command_verifies_a_received_archive(
     workflow: Workflow, dataset: Path, tmp_path: Path
 ) -> None:
     config = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
-    config["models"] = [{"name": "copy-source", "translator": "copy-source"}]
+    config["models"] = [{"name": "my-model", "translator": "copy-source"}]
     workflow.write_config(config)
     workflow.run("all", "submission")
     maintainer = tmp_path / "maintainer"
-    received = maintainer / "runs" / "copy-source"
-    shutil.copytree(workflow.workdir / "runs" / "submission" / "copy-source", received)
-    commands = (received / "COMMANDS.txt").read_text(encoding="utf-8").splitlines()
-    # The last comment: the command that checks the folder once it is in place.
-    verify = commands[-1].removeprefix("# ")
-    assert verify.startswith("snakemake -s /"), verify
-    pasted(verify, maintainer)
-    verification = pd.read_csv(received / "verification.csv")
-    assert set(verification["status"]) == {OK}
+    (maintainer / "received").mkdir(parents=True)
+    shutil.copyfile(
+        workflow.workdir / "runs" / "submission" / "my-model.tar.gz",
+        maintainer / "received" / "my-model.tar.gz",
+    )
+    # The maintainer's own configuration: the same dataset and settings, none of its models.
+    leaderboard = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
+    (maintainer / "leaderboard.yaml").write_text(yaml.safe_dump(leaderboard), encoding="utf-8")
+    command = documented_maintainer_command()
+    assert command.startswith("snakemake -s /path/to/bouquet-eval/workflow/Snakefile verify ")
+    pasted(command.replace("/path/to/bouquet-eval", str(REPOSITORY)), maintainer)
+    verification = pd.read_csv(maintainer / "runs" / "received" / "my-model" / "verification.csv")
+    assert set(verification["status"]) == {OK} and len(verification) == 3
 
 
 def test_bouquet_eval_home_in_a_script_of_ones_own(tmp_path: Path) -> None:

@@ -252,8 +252,18 @@ async def _browse_report(report: Path, folder: Path) -> None:
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     folder = run.workdir / "runs" / "submission" / "copy-source"
     names = sorted(path.name for path in folder.iterdir())
-    expected = ["COMMANDS.txt", "SHA256SUMS", "config.yaml", "manifest.json", "scores.csv"]
+    expected = ["COMMANDS.txt", "SHA256SUMS", "eval_results.yaml", "manifest.json", "scores.csv"]
     assert [n for n in names if not n.endswith(".jsonl")] == expected
+    # One Hugging Face eval-results entry per metric: its mean over directions, its signature.
+    from huggingface_hub import parse_eval_result_entries
+
+    (entry,) = parse_eval_result_entries(yaml.safe_load((folder / "eval_results.yaml").read_text()))
+    summary = pd.read_csv(run.workdir / "runs" / "copy-source" / "summary.csv")
+    signature = json.loads((folder / "manifest.json").read_text())["entries"][-1]["metrics"]["chrf"]
+    assert entry.dataset_id == "facebook/bouquet" and entry.task_id == "benchmark_sentence_level"
+    assert entry.value == summary.set_index("group_by").loc["all", "chrfpp"]
+    assert entry.notes is not None and entry.notes.endswith(f"signature {signature}")
+    assert entry.dataset_revision is None  # a local copy: no commit (see test_printed_commands)
     assert len([n for n in names if n.endswith(".jsonl")]) == 20
     checked = {}
     for line in (folder / "SHA256SUMS").read_text().splitlines():
@@ -306,53 +316,208 @@ def test_verify_passes_then_names_what_differs(run: Workflow) -> None:
     )
 
 
-def test_a_received_submission_is_verified_in_place(run: Workflow, tmp_path: Path) -> None:
-    """A maintainer drops the folder into <output_dir>/<model>/ and verifies it with its own
-    config.yaml, as COMMANDS.txt says."""
-    maintainer = Workflow(tmp_path / "maintainer")
-    maintainer.workdir.mkdir()
-    received = maintainer.workdir / "runs" / "copy-source"
-    shutil.copytree(run.workdir / "runs" / "submission" / "copy-source", received)
-    maintainer.config_path = received / "config.yaml"
-    assert (
-        " verify --cores 1 --configfile runs/copy-source/config.yaml"
-        in (received / "COMMANDS.txt").read_text()
+def maintainer(run: Workflow, root: Path) -> Workflow:
+    """A leaderboard maintainer's working directory and configuration, their own: the same
+    dataset and settings as the run, none of its models."""
+    workflow = Workflow(root / "maintainer")
+    workflow.workdir.mkdir(parents=True)
+    workflow.write_config(
+        {
+            "dataset": {"path": str(run.workdir.parent / "dataset")},
+            "output_dir": "runs",
+            "limit": 12,
+            "resources": SMALL_JOBS,
+            "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
+            "models": [{"name": "baseline", "translator": "reference"}],
+        }
     )
-    shipped = yaml.safe_load(maintainer.config_path.read_text(encoding="utf-8"))
-    assert shipped["models"] == [
-        {"name": "copy-source", "translator": "provided", "path": "runs/copy-source"}
-    ]
-    assert "#   - name: copy-source\n#     translator: copy-source\n" in (
-        maintainer.config_path.read_text(encoding="utf-8")
+    return workflow
+
+
+def received(run: Workflow, folder: Path, name: str = "copy-source") -> Path:
+    """A copy of the run's submission of copy-source, as `folder`/`name`."""
+    copy = folder / name
+    shutil.copytree(run.workdir / "runs" / "submission" / "copy-source", copy)
+    return copy
+
+
+def verified(workflow: Workflow, *submissions: Path, check: bool = False):
+    listed = ", ".join(str(path) for path in submissions)
+    return workflow.run(
+        "verify", "--keep-going", "--config", f"submissions=[{listed}]", check=check
     )
-    maintainer.run("verify")
-    verification = pd.read_csv(received / "verification.csv")
-    assert set(verification["status"]) == {OK}
 
-    # A translation edited after scoring no longer reproduces the claimed scores.
-    translation = received / "eng_Latn-fra_Latn.jsonl"
-    original = translation.read_bytes()
-    lines = translation.read_text(encoding="utf-8").splitlines()
-    row = json.loads(lines[0])
-    row["mt_text"] = row["ref_text"]
-    translation.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n", encoding="utf-8")
-    failed = maintainer.run("verify", check=False)
-    assert failed.returncode != 0
-    assert "model 'copy-source', direction eng_Latn-fra_Latn, chrfpp: claimed" in failed.stderr
-    translation.write_bytes(original)
 
-    # A claim that leaves out a direction, or a metric, does not pass.
-    scores = received / "scores.csv"
+def test_a_hostile_submission_is_read_as_data_only(run: Workflow, tmp_path: Path) -> None:
+    """A submission that brings a configuration (a YTE expression that runs a command, a
+    loosened tolerance, its own references as the dataset), its own dataset folder and a
+    claim inflated by 10 is verified with the maintainer's configuration: nothing of it runs,
+    every file not read is named, and the claim fails."""
+    workflow = maintainer(run, tmp_path)
+    hostile = received(run, tmp_path / "inbox")
+    marker = tmp_path / "ran"
+    # Its own references: the model's translations (the source, for copy-source).
+    own = hostile / "dataset"
+    shutil.copytree(run.workdir.parent / "dataset", own)
+    for path in own.glob("*.parquet"):
+        frame = pd.read_parquet(path)
+        frame["tgt_text"] = frame["src_text"]
+        frame.to_parquet(path)
+    (hostile / "config.yaml").write_text(
+        "__use_yte__: true\n"
+        f"limit: ?__import__('os').system('touch {marker}') or 12\n"
+        "verify:\n  tolerance:\n    chrfpp: 1000\n    chrfpp_corpus: 1000\n"
+        f"dataset:\n  path: {own}\n",
+        encoding="utf-8",
+    )
+    (hostile / "link.jsonl").symlink_to(hostile / "eng_Latn-fra_Latn.jsonl")
+    scores = hostile / "scores.csv"
     claim = pd.read_csv(scores)
-    dropped = (claim["src_lang"] == "eng_Latn") & (claim["tgt_lang"] == "fra_Latn")
-    claim[~dropped].drop(columns=["chrfpp_corpus"]).to_csv(scores, index=False)
-    failed = maintainer.run("verify", check=False)
+    claim[["chrfpp", "chrfpp_corpus"]] += 10
+    claim.to_csv(scores, index=False)
+
+    failed = verified(workflow, hostile)
     assert failed.returncode != 0
-    assert "direction eng_Latn-fra_Latn, chrfpp: not in scores.csv, recomputed" in failed.stderr
-    assert "direction arb_Arab-eng_Latn, chrfpp_corpus: not in scores.csv" in failed.stderr
-    verification = pd.read_csv(received / "verification.csv")
-    not_claimed = verification[verification["status"] == NOT_CLAIMED]
-    assert len(not_claimed) == 3 + 19  # all of eng_Latn-fra_Latn, chrfpp_corpus of the rest
+    assert not marker.exists()
+    for name in ("config.yaml", "manifest.json", "COMMANDS.txt"):
+        assert f"submission '{hostile}' (model 'copy-source'): {name} not read" in failed.stderr
+    assert "'dataset' not read (not a plain file at the top of its folder)" in failed.stderr
+    assert "'link.jsonl' not read" in failed.stderr
+    verification = pd.read_csv(
+        workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
+    )
+    differing = verification[verification["status"] == DIFFERS]
+    assert set(differing["metric"]) == {"chrfpp", "chrfpp_corpus"} and len(differing) == 2 * 20
+    assert set(differing["tolerance"]) == {1e-9}  # the maintainer's, not the submission's
+
+
+def test_an_archive_is_read_without_unpacking_what_it_names(run: Workflow, tmp_path: Path) -> None:
+    """A .tar.gz is verified as received; a member that climbs out of its folder, or is a link,
+    is named and never written anywhere."""
+    workflow = maintainer(run, tmp_path)
+    folder = received(run, tmp_path / "packing")
+    archive = tmp_path / "inbox" / "copy-source.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="copy-source")
+        tar.add(folder / "scores.csv", arcname="copy-source/../escaped.csv")
+        link = tarfile.TarInfo("copy-source/eng_Latn-deu_Latn.jsonl.link")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    result = verified(workflow, archive, check=True)
+    assert "'copy-source/../escaped.csv' not read" in result.stderr
+    assert "'copy-source/eng_Latn-deu_Latn.jsonl.link' not read" in result.stderr
+    assert not list(tmp_path.rglob("escaped.csv"))
+    verification = pd.read_csv(
+        workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
+    )
+    assert set(verification["status"]) == {OK} and len(verification) == 3 * 20
+
+
+def test_a_direction_outside_the_dataset_is_refused(run: Workflow, tmp_path: Path) -> None:
+    workflow = maintainer(run, tmp_path)
+    hostile = received(run, tmp_path / "inbox")
+    claim = pd.read_csv(hostile / "scores.csv")
+    claim.loc[3, "src_lang"] = "../dataset/eng_Latn"
+    claim.to_csv(hostile / "scores.csv", index=False)
+    failed = verified(workflow, hostile)
+    assert failed.returncode != 0
+    direction = f"../dataset/eng_Latn-{claim.loc[3, 'tgt_lang']}"
+    assert (
+        f"{hostile / 'scores.csv'}, line 5: direction {direction!r} is not a direction of the "
+        "dataset; refused"
+    ) in failed.stderr
+    assert not (workflow.workdir / "runs" / "received").exists()  # refused before any job
+
+
+def _edit_line(path: Path, number: int, **fields) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[number] = json.dumps({**json.loads(lines[number]), **fields})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _edit_lines(path: Path, edit) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(edit(lines)) + "\n", encoding="utf-8")
+
+
+def _edit_claim(folder: Path, edit) -> None:
+    claim = pd.read_csv(folder / "scores.csv")
+    edit(claim).to_csv(folder / "scores.csv", index=False)
+
+
+FRA = "eng_Latn-fra_Latn.jsonl"
+_IS_FRA = "(src_lang == 'eng_Latn') & (tgt_lang == 'fra_Latn')"
+# Each way of tampering with a submission, and what its verification says (in its
+# verification.csv: a value that differs or is not claimed; else in its job's log).
+TAMPERING = {
+    "mean-raised": (
+        lambda f: _edit_claim(f, lambda c: c.assign(chrfpp=c["chrfpp"] + 1e-3)),
+        "differs",
+    ),
+    "corpus-raised": (
+        lambda f: _edit_claim(f, lambda c: c.assign(chrfpp_corpus=c["chrfpp_corpus"] + 0.5)),
+        "differs",
+    ),
+    "count-changed": (
+        lambda f: _edit_claim(f, lambda c: c.assign(n_sentences=c["n_sentences"] + 1)),
+        "differs",
+    ),
+    "value-missing": (lambda f: _edit_claim(f, lambda c: c.assign(chrfpp=np.nan)), "differs"),
+    "direction-dropped": (
+        lambda f: _edit_claim(f, lambda c: c.query(f"not ({_IS_FRA})")),
+        "not claimed",
+    ),
+    "metric-dropped": (
+        lambda f: _edit_claim(f, lambda c: c.drop(columns=["chrfpp_corpus"])),
+        "not claimed",
+    ),
+    "translation-edited": (lambda f: _edit_line(f / FRA, 0, mt_text="un autre texte"), "differs"),
+    "source-edited": (
+        lambda f: _edit_line(f / FRA, 0, src_text="another source"),
+        "src_text differs from the dataset's sentence",
+    ),
+    "reference-edited": (
+        lambda f: _edit_line(f / FRA, 0, ref_text="another reference"),
+        "ref_text differs from the dataset's sentence",
+    ),
+    "lines-swapped": (
+        lambda f: _edit_lines(f / FRA, lambda lines: [lines[1], lines[0], *lines[2:]]),
+        "lines must follow the dataset's order",
+    ),
+    "line-dropped": (
+        lambda f: _edit_lines(f / FRA, lambda lines: lines[:-1]),
+        "one line per sentence",
+    ),
+    "line-not-json": (
+        lambda f: _edit_lines(f / FRA, lambda lines: ["{not json", *lines[1:]]),
+        f"{FRA}, line 1, column",
+    ),
+    "file-missing": (lambda f: (f / FRA).unlink(), "No such file"),
+    "other-direction": (
+        lambda f: shutil.copyfile(f / "eng_Latn-deu_Latn.jsonl", f / FRA),
+        "tgt_lang is 'deu_Latn', expected 'fra_Latn'",
+    ),
+}
+
+
+def test_every_tampering_is_caught(run: Workflow, tmp_path: Path) -> None:
+    workflow = maintainer(run, tmp_path)
+    folders = []
+    for name, (tamper, _) in TAMPERING.items():
+        folders.append(received(run, tmp_path / "inbox", name))
+        tamper(folders[-1])
+    failed = verified(workflow, *folders)
+    assert failed.returncode != 0
+    for name, (_, evidence) in TAMPERING.items():
+        outputs = workflow.workdir / "runs" / "received" / name
+        if evidence in (DIFFERS, NOT_CLAIMED):
+            verification = pd.read_csv(outputs / "verification.csv")
+            assert evidence in set(verification["status"]), name
+        else:
+            assert not (outputs / "verification.csv").exists(), name
+            log = workflow.workdir / "logs" / "received" / name / "verify.log"
+            assert evidence in log.read_text(encoding="utf-8"), name
 
 
 def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from .conftest import SAMPLE, Workflow
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, build_tiny_llama, require_vllm
@@ -122,3 +123,29 @@ def test_vllm_through_the_command(tiny_model: Path, tmp_path: Path) -> None:
     assert len(pd.read_csv(folder / "scores.csv")) == 2
     texts = pd.read_json(folder / f"{DIRECTIONS[0]}.jsonl", lines=True)["mt_text"]
     assert len(texts) == 4 and all(isinstance(text, str) for text in texts)
+
+
+def test_an_engine_that_cannot_start_says_why_in_the_job_log(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """The engine core (a child process) fails while it starts, for want of memory for the KV
+    cache: the job's log, which the console names, holds its reason, not only Snakemake's."""
+    folder = tmp_path / "runs" / "tiny"
+    folder.mkdir(parents=True)
+    engine = {**ENGINE_SETTINGS["engine_args"], "kv_cache_memory_bytes": 4096}
+    entry = {"name": "tiny", "translator": "vllm", "model": str(tiny_model), "gpus": 0,
+             **ENGINE_SETTINGS, "engine_args": engine}  # fmt: skip
+    saved = {"models": [entry], "directions": {"list": DIRECTIONS[:1]}, "limit": 2}
+    (folder / "bouquet-eval.yaml").write_text(yaml.safe_dump(saved), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bouquet_eval", "translate", "--dataset-path", str(SAMPLE),
+         "--output-dir", "runs/tiny", "--cores", "2"],
+        cwd=tmp_path, env=Workflow.environment(DEFAULT_MODE), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    named = re.search(
+        r"^bouquet-eval: job translate_tiny\S* failed; its log: (\S+?);", result.stderr, re.M
+    )
+    assert named, result.stderr
+    job_log = Path(named.group(1)).read_text(encoding="utf-8")
+    assert "ValueError: No available memory for the cache blocks" in job_log, job_log

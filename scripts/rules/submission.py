@@ -15,6 +15,7 @@ def main(snakemake: SnakemakeJob) -> None:
             [Direction.parse(name) for name in snakemake.params.directions],
             Path(snakemake.output.checksums).parent,
             Path(snakemake.output.archive),
+            snakemake.params.headline,
         )
         log.info("submission written to %s", snakemake.output.archive)
 

@@ -1,5 +1,7 @@
-"""Rule script: rescore one model's translations from scratch and compare with scores.csv."""
+"""Rule script: rescore one model's translations (its own run's, or those of a received
+submission) from scratch and compare with its scores.csv."""
 
+import tempfile
 from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
@@ -19,14 +21,30 @@ from bouquet_eval.results.verify import (
 
 
 def main(snakemake: SnakemakeJob) -> None:
-    with job_logging(snakemake.log[0]) as log, gpu_lease(snakemake.resources.gpu, GPU_LEASES):
+    with (
+        job_logging(snakemake.log[0]) as log,
+        gpu_lease(snakemake.resources.gpu, GPU_LEASES),
+        tempfile.TemporaryDirectory(prefix="received-") as unpacked,
+    ):
         config = snakemake.config
+        plan = snakemake.params.plan
         output = Path(snakemake.output[0])
-        claimed = read_claim(output.parent / "scores.csv")
+        submission = snakemake.params.submission
+        configured = [as_direction(d) for d in snakemake.params.directions]
+        folder = output.parent
+        if submission is not None:
+            # Only scores.csv and the translations of the dataset's directions it lists, under
+            # names made from those directions; nothing else of the submission is read.
+            folder = Path(unpacked)
+            for notice in submission.notices():
+                log.info("%s", notice)
+            submission.unpack(folder, [*configured, *submission.directions])
+            log.info("submission '%s': its files to be read are in %s", submission.source, folder)
+        claimed = read_claim(folder / "scores.csv")
         recomputed = rescore(
-            output.parent,
-            directions_to_verify([as_direction(d) for d in snakemake.params.directions], claimed),
-            snakemake.params.plan.dataset,
+            folder,
+            directions_to_verify(configured, claimed, plan.dataset.directions()),
+            plan.dataset,
             config["limit"],
             load_metrics(snakemake.params.metrics, config),
             Resampling(**config["statistics"]),

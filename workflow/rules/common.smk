@@ -18,6 +18,7 @@ from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.data.outputs import AGGREGATES
 from bouquet_eval.planning.plan import Sources, load_plan
+from bouquet_eval.data.prefetch import check_hub_needs
 from bouquet_eval.planning.runs import (
     command_line,
     RunningError,
@@ -76,6 +77,9 @@ if workflow.is_main_process:
         config["directions"]["shard"],
         config["limit"],
     )
+    for submission in PLAN.received.values():
+        for notice in submission.notices():
+            print(notice, file=sys.stderr)
 
 
 onerror:
@@ -101,6 +105,7 @@ onstart:
     write_json(DATASET_INDEX, CHECKED_DATASET_FILES)
     refuse_slurm_placeholders()
     refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
+    refuse_what_the_hub_cannot_give(jobs)
 
 
 # Paths are plain strings below: Snakemake handles many thousands of them at this scale.
@@ -411,6 +416,20 @@ def refuse_slurm_placeholders():
                 f"configuration: resources.<translate|score|aggregate>.{key}). Nothing was "
                 f"submitted."
             )
+
+
+def refuse_what_the_hub_cannot_give(jobs):
+    """Stop the run before any job starts when a model or tokenizer its jobs would load is
+    neither in the Hugging Face cache nor to be had from the Hub (the same list `prefetch`
+    fetches), naming it and how to fetch it: not in a job, after its model's retries."""
+    translating = {
+        job.params.model for job in jobs if job.rule.name.startswith("translate_")
+    }
+    scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
+    try:
+        check_hub_needs(config, translating, scoring)
+    except ConfigError as error:
+        stop_planning(error, workflow.configfiles)
 
 
 def score_gpus():

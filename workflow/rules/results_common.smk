@@ -44,6 +44,18 @@ def submission_folder(name):
     return OUTPUT_DIR / "submission" / name
 
 
+# What `verify` checks, by folder under OUTPUT_DIR: the received submissions when any are
+# given, which are read as data only, else the configured models' own runs.
+RECEIVED = "received/"
+CLAIMS = {name: None for name in MODELS} | {
+    f"{RECEIVED}{name}": submission for name, submission in PLAN.received.items()
+}
+VERIFIED = [f"{RECEIVED}{name}" for name in PLAN.received] or list(MODELS)
+
+
 def verification_fingerprint(wildcards):
     """Digests of the claim and the translations as they stand: a change redoes the check."""
+    submission = CLAIMS[wildcards.model]
+    if submission is not None:
+        return submission.fingerprint()
     return claim_fingerprint(OUTPUT_DIR / wildcards.model)

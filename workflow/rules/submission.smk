@@ -3,6 +3,7 @@
 rule submission_model:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
+        summary=OUTPUT_DIR / "{model}" / "summary.csv",
         manifest=OUTPUT_DIR / "{model}" / "manifest.json",
         translations=translations_of_model,
     output:
@@ -18,6 +19,8 @@ rule submission_model:
         "../../envs/workflow.yaml"
     params:
         directions=[direction.name for direction in DIRECTIONS],
+        # Each metric's score column: its eval-results entry.
+        headline={metric.name: score_columns([metric])[0] for metric in METRICS},
     script:
         "../../scripts/rules/submission.py"
 
@@ -29,7 +32,8 @@ rule submission:
 
 
 # No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
-# first (a received submission has no scored files, which would otherwise be recomputed).
+# first. `{model}` is a configured model's folder, or received/<name> for a received
+# submission (`submissions`), which is read as data only (bouquet_eval.data.received).
 rule verify_model:
     input:
         once_while_planning,
@@ -38,7 +42,7 @@ rule verify_model:
     log:
         "logs/{model}/verify.log",
     wildcard_constraints:
-        model="|".join(re.escape(name) for name in MODELS),
+        model="|".join(re.escape(name) for name in CLAIMS),
     conda:
         score_environment()
     envmodules:
@@ -48,6 +52,7 @@ rule verify_model:
         **job_resources("score", score_gpus()),
     params:
         claim=verification_fingerprint,
+        submission=lambda wildcards: CLAIMS[wildcards.model],
         directions=[direction.name for direction in DIRECTIONS],
         metrics=config["metrics"],
         metric_settings=PLAN.score_settings,
@@ -62,12 +67,12 @@ rule verify_model:
 # Fails, naming the model, direction, metric and both values, when a claim does not hold.
 rule verify:
     input:
-        [OUTPUT_DIR / name / "verification.csv" for name in MODELS],
+        [OUTPUT_DIR / folder / "verification.csv" for folder in VERIFIED],
     log:
         "logs/verify.log",
     conda:
         "../../envs/workflow.yaml"
     params:
-        models=list(MODELS),
+        models=[folder.removeprefix(RECEIVED) for folder in VERIFIED],
     script:
         "../../scripts/rules/verify.py"

@@ -1,5 +1,6 @@
-"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run`,
-and `browse`, the sentence browser over a run's outputs.
+"""`bouquet-eval`: the command line of the workflow, `translate | score | aggregate | run |
+prefetch`, `leaderboard` over a folder of runs, and `browse`, the sentence browser over a run's
+outputs.
 
 Each workflow subcommand turns its flags into the workflow's configuration
 (bouquet_eval.command.config), saves it beside the outputs and runs the workflow through
@@ -17,16 +18,16 @@ from functools import cache, partial
 from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
-from bouquet_eval.command.run import REPOSITORY, run_command
+from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
 from bouquet_eval.core.config import load_yaml
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
-WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run", "metaeval")
+WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run", "prefetch", "metaeval")
 
 # What each subcommand takes, besides --output-dir and the workflow's options.
-_SELECTS = ("translate", "score", "run")
-_TRANSLATES = ("translate", "run")
-_SCORES = ("score", "run", "metaeval")
+_SELECTS = ("translate", "score", "run", "prefetch")
+_TRANSLATES = ("translate", "run", "prefetch")
+_SCORES = ("score", "run", "prefetch", "metaeval")
 _JUDGES = ("metaeval",)
 
 
@@ -218,6 +219,9 @@ SUBCOMMAND_HELP = {
     "score": "Score the translations in --output-dir (aggregating them when --shard is absent).",
     "aggregate": "Aggregate a model's scores: scores.csv, scored_rows.parquet, manifest.json.",
     "run": "Translate and score (and aggregate when --shard is absent).",
+    "prefetch": "Fetch the dataset, models and tokenizers that the run would read from the "
+    "Hugging Face Hub into the local cache (on a machine with network access), for runs "
+    "without network.",
     "metaeval": "Which metric agrees with people: score human-judged translations with the "
     "metrics and write <parent of --output-dir>/metaeval/correlations.csv.",
 }
@@ -244,6 +248,26 @@ class Subcommand:
     main: Callable[[Sequence[str]], int]
 
 
+def leaderboard(argv: Sequence[str]) -> int:
+    own, snakemake_args = _split(argv)
+    parser = argparse.ArgumentParser(
+        prog="bouquet-eval leaderboard",
+        description=LEADERBOARD_HELP,
+        epilog="What follows `--` goes to Snakemake unchanged.",
+    )
+    parser.add_argument(
+        "runs", help="the folder the models were run into (each --output-dir RUNS/<model>)"
+    )
+    parser.add_argument("--cores", default="all", help="cores to use (default: all)")
+    return run_leaderboard(parser.parse_args(own), snakemake_args)
+
+
+LEADERBOARD_HELP = (
+    "Rank the models run into a folder (RUNS/<model>, each with its bouquet-eval.yaml) side "
+    "by side: RUNS/leaderboard.md and .csv, and the HTML report RUNS/report.html."
+)
+
+
 def browse(argv: Sequence[str]) -> int:
     # Imported here: the server's modules are not needed by the workflow's subcommands.
     from bouquet_eval.results.browse import main as browse_main
@@ -256,6 +280,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         name: Subcommand(SUBCOMMAND_HELP[name], partial(run_workflow_command, name))
         for name in WORKFLOW_SUBCOMMANDS
     },
+    "leaderboard": Subcommand(LEADERBOARD_HELP, leaderboard),
     "browse": Subcommand("Serve every sentence of a run's output folder on 127.0.0.1.", browse),
 }
 

@@ -30,6 +30,12 @@ from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 SAVED_CONFIG = "bouquet-eval.yaml"
 """The configuration of the last command, in the model's folder."""
 
+RUNS_CONFIG = "bouquet-eval-leaderboard.yaml"
+"""In a folder of runs: the configuration that ranks its models side by side."""
+
+SHARED_KEYS = ("dataset", "directions", "limit", "metrics", "metricx", "glotlid")
+"""What the models of one leaderboard share: the same sentences, scored the same way."""
+
 DEFAULT_METRICS = ("chrf", "metricx", "glotlid")
 """The benchmark's metrics, which the command computes unless told otherwise."""
 
@@ -83,12 +89,12 @@ def load_saved(folder: Path) -> dict[str, Any] | None:
     return load_yaml(path) if path.is_file() else None
 
 
-def save(config: Mapping[str, Any], folder: Path) -> Path:
-    """Write the run's configuration beside its outputs, without the shard, atomically: shard
-    processes started together write the same file."""
+def save(config: Mapping[str, Any], folder: Path, path: Path | None = None) -> Path:
+    """Write the run's configuration beside its outputs (or as `path`), without the shard,
+    atomically: shard processes started together write the same file."""
     whole = copy.deepcopy(dict(config))
     whole.get("directions", {}).pop("shard", None)
-    path = folder / SAVED_CONFIG
+    path = path or folder / SAVED_CONFIG
     with atomic_path(path) as partial:
         partial.write_text(
             "# Written by bouquet-eval; reproduce the run with Snakemake:\n"
@@ -121,6 +127,46 @@ def model_entry(args: Any, name: str) -> dict[str, Any] | None:
         entry = _chat_backend(args, name)
     else:
         return None
+    return _paths_made_absolute(entry)
+
+
+def where_typed(value: str) -> str:
+    """A path as the user typed it, absolute: the workflow's jobs run in the model's folder,
+    not where the command was started. `~` is expanded."""
+    return str(Path(os.path.expanduser(value)).absolute())
+
+
+def _is_path(value: str) -> bool:
+    """A command-line value that names a file or folder relative to where the command was
+    started: written as one (`./x`, `../x`, `~/x`), or naming one that exists there. Hub ids
+    and other words name none (a folder `org/model` beside the command is read first, as
+    transformers and vLLM read it); absolute paths need nothing."""
+    written_as_path = value in (".", "..") or value.startswith(("./", "../", "~/"))
+    return written_as_path or (bool(value) and Path(value).exists())
+
+
+def _absolute_paths(value: Any) -> Any:
+    """`value` with every string in it that names a path made absolute (see `_is_path`)."""
+    if isinstance(value, str):
+        return where_typed(value) if _is_path(value) else value
+    if isinstance(value, dict):
+        return {key: _absolute_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_absolute_paths(item) for item in value]
+    return value
+
+
+def _paths_made_absolute(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with the paths the user gave made absolute: a local model folder, and the
+    paths in the arguments of a translator or prompt function of one's own (an index of
+    examples, a glossary, ...). An API model's name is the server's and stays as it is."""
+    backend = BACKENDS.get(entry["translator"])
+    entry = dict(entry)
+    for key in ("translator_kwargs", "prompt_kwargs", "engine_args"):
+        if key in entry:
+            entry[key] = _absolute_paths(entry[key])
+    if backend is not None and backend.hub_model and isinstance(entry.get("model"), str):
+        entry["model"] = _absolute_paths(entry["model"])
     return entry
 
 
@@ -204,7 +250,7 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     config["shards"] = 1
     dataset = config.setdefault("dataset", {})
     if _given(args, "dataset_path"):
-        dataset["path"] = str(Path(os.path.expanduser(args.dataset_path)).absolute())
+        dataset["path"] = where_typed(args.dataset_path)
     if _given(args, "dataset_revision"):
         dataset["revision"] = args.dataset_revision
     model = model_entry(args, folder.name)
@@ -243,9 +289,10 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     if _given(args, "metrics"):
         config["metrics"] = [name.strip() for name in args.metrics.split(",") if name.strip()]
     metricx = config.setdefault("metricx", {})
-    for flag, key in (("metricx_model", "model"), ("metricx_device", "device")):
-        if _given(args, flag):
-            metricx[key] = getattr(args, flag)
+    if _given(args, "metricx_model"):
+        metricx["model"] = _absolute_paths(args.metricx_model)
+    if _given(args, "metricx_device"):
+        metricx["device"] = args.metricx_device
     if _given(args, "metricx_qe"):
         metricx["qe"] = True
     metaeval = config.setdefault("metaeval", {})
@@ -260,3 +307,29 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     if _given(args, "judgements_revision"):
         metaeval["revision"] = args.judgements_revision
     return config
+
+
+def runs_config(runs: Path) -> dict[str, Any]:
+    """The configuration that ranks, side by side, every model that `bouquet-eval` ran into a
+    folder of `runs` (each `<runs>/<model>/bouquet-eval.yaml`): their entries, and what they
+    share. Their outputs are current, so only the leaderboard and the report are made."""
+    saved = sorted(runs.glob(f"*/{SAVED_CONFIG}"))
+    if not saved:
+        raise ConfigError(
+            f"{runs}: no <model>/{SAVED_CONFIG}: run models into it first, e.g. "
+            f"`bouquet-eval run ... --output-dir {runs / '<model>'}`"
+        )
+    configs = [(path, load_yaml(path)) for path in saved]
+    first_path, first = configs[0]
+    for path, config in configs[1:]:
+        for key in SHARED_KEYS:
+            if config.get(key) != first.get(key):
+                raise ConfigError(
+                    f"{path}: {key} is not that of {first_path}, and the models of a "
+                    "leaderboard are scored on the same sentences with the same metrics: run "
+                    "them with the same --dataset-path, selection, --limit and --metrics"
+                )
+    whole = copy.deepcopy(first)
+    whole["output_dir"] = "."
+    whole["models"] = [entry for _, config in configs for entry in config["models"]]
+    return whole

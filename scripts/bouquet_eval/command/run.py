@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -25,11 +24,18 @@ from typing import Any, TextIO
 
 import yaml
 
-from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder, save
+from bouquet_eval.command.config import (
+    RUNS_CONFIG,
+    SAVED_CONFIG,
+    build_config,
+    model_folder,
+    runs_config,
+    save,
+)
 from bouquet_eval.core.config import ConfigError, load_yaml
+from bouquet_eval.core.home import COMMAND_VARIABLE
 from bouquet_eval.core.secrets import known_secrets, redact_command, refuse_secrets
 from bouquet_eval.planning.checks import error_line
-from bouquet_eval.planning.runs import COMMAND_VARIABLE
 from bouquet_eval.planning.selection import SELECTION_FILE_VARIABLE, Selection
 from bouquet_eval.translation.translate import duration
 
@@ -47,17 +53,22 @@ STAGES = {
     "score": ("score",),
     "aggregate": (),
     "run": ("translate", "score"),
+    "prefetch": (),
+    "leaderboard": (),
     "metaeval": (),
 }
 
 PROGRESS_SECONDS = 5.0
 
+PREFETCH_LOG = Path("logs") / "prefetch.log"
+"""The prefetch rule's log: a line per repository, what it holds at which commit."""
+
 
 def targets(command: str, sharded: bool) -> list[str]:
     """The workflow's targets: per-direction outputs, and a model's aggregates unless sharded
     (a shard's processes aggregate once all of them are done)."""
-    if command == "metaeval":
-        return ["metaeval"]
+    if command in ("prefetch", "metaeval"):
+        return [command]
     wanted = {"translate": "translations", "score": "scores"}
     chosen = [wanted[stage] for stage in STAGES[command]]
     if command != "translate" and not sharded:
@@ -66,9 +77,12 @@ def targets(command: str, sharded: bool) -> list[str]:
 
 
 def profile_path(name: str) -> str:
-    """A profile folder as given, else the repository's profiles/<name> (e.g. slurm)."""
+    """A profile folder as given (absolute, for a command pasted elsewhere), else the
+    repository's profiles/<name> (e.g. slurm)."""
     own = REPOSITORY / "profiles" / name
-    return str(own) if not os.path.exists(name) and own.is_dir() else name
+    if os.path.exists(name):
+        return str(Path(name).absolute())
+    return str(own) if own.is_dir() else name
 
 
 def snakemake_arguments(
@@ -108,8 +122,8 @@ CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
 
 def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
     """Snakemake's arguments given after `--` without their configuration files, and those
-    files, each checked: ConfigError names the file, and the line and column of a YAML error
-    (Snakemake's own message names neither)."""
+    files, absolute and each checked: ConfigError names the file, and the line and column of
+    a YAML error (Snakemake's own message names neither)."""
     rest: list[str] = []
     files: list[Path] = []
     taking = False  # whether the arguments are --configfile's values
@@ -127,7 +141,7 @@ def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
         if not path.is_file():
             raise ConfigError(f"{path}: configuration file not found")
         load_yaml(path)
-    return rest, files
+    return rest, [path.absolute() for path in files]
 
 
 def call_snakemake(arguments: list[str]) -> int:
@@ -201,30 +215,70 @@ def _dry_run(
     config: dict[str, Any],
     extra: Sequence[str],
 ) -> int:
-    """Print the configuration and the plan; write nothing a later command reads."""
+    """Print the configuration and the plan; write nothing a later command reads. The
+    configuration the plan is made from is kept among the command's logs, so that the
+    Snakemake command printed can be pasted as it is."""
     shown = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     saved_as = folder / SAVED_CONFIG
     print(f"bouquet-eval: configuration (a real run saves it as {saved_as}, without the shard):")
     print(shown.rstrip())
-    equivalent = snakemake_arguments(command, args, folder, saved_as, extra)
-    print(f"bouquet-eval: the same with Snakemake: snakemake {shlex.join(equivalent)}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="bouquet-eval-") as scratch:
-        config_file = save(config, Path(scratch))
-        return call_snakemake(snakemake_arguments(command, args, folder, config_file, extra))
+    config_file = save(config, folder, _log_path(folder, command, args).with_suffix(".yaml"))
+    arguments = snakemake_arguments(command, args, folder, config_file, extra)
+    print(f"bouquet-eval: the same with Snakemake: snakemake {shlex.join(arguments)}", flush=True)
+    return call_snakemake(arguments)
 
 
-def _logged_run(command: str, args: argparse.Namespace, folder: Path, arguments: list[str]) -> int:
+def _log_path(folder: Path, command: str, args: argparse.Namespace) -> Path:
+    """This command's log: logs/bouquet-eval/<time>-<pid>-<command>[-shard..][-dry-run]."""
     shard = getattr(args, "shard", None)
     part = f"-shard{shard.replace('/', 'of')}" if shard else ""
-    log = folder / LOGS / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}.log"
+    dry = "-dry-run" if getattr(args, "dry_run", False) else ""
+    name = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{command}{part}{dry}.log"
+    log = folder / LOGS / name
     log.parent.mkdir(parents=True, exist_ok=True)
+    return log
+
+
+def run_leaderboard(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """`bouquet-eval leaderboard RUNS`: the leaderboard of the models run into RUNS, then the
+    report, in RUNS."""
+    runs = Path(os.path.expanduser(args.runs)).absolute()
+    try:
+        config = runs_config(runs)
+        refuse_secrets(config)
+        split_config_files(extra)
+    except ConfigError as error:
+        print(error_line(error, []), file=sys.stderr)
+        return 1
+    config_file = save(config, runs, runs / RUNS_CONFIG)
+    common = ["--snakefile", str(SNAKEFILE), "--directory", str(runs), "--cores", args.cores]
+    return _logged_run(
+        "leaderboard",
+        args,
+        runs,
+        [*common, "leaderboard", *extra, "--configfile", str(config_file)],
+        [*common, "--report", str(runs / REPORT), *extra, "--configfile", str(config_file)],
+    )
+
+
+REPORT = "report.html"
+"""The report of `bouquet-eval leaderboard`, in the folder of runs."""
+
+
+def _logged_run(command: str, args: argparse.Namespace, folder: Path, *arguments: list[str]) -> int:
+    """Run Snakemake with each of `arguments` in turn, while they succeed, with its output in
+    the command's log and the progress on the console."""
+    shard = getattr(args, "shard", None)
+    log = _log_path(folder, command, args)
     selection_file = log.with_suffix(".selection.json")
     os.environ[SELECTION_FILE_VARIABLE] = str(selection_file)
     with _output_to(log) as console:
         progress = Progress(folder, selection_file, STAGES[command], console)
         progress.start()
+        status = 0
         try:
-            status = call_snakemake(arguments)
+            for each in arguments:
+                status = status or call_snakemake(each)
         finally:
             progress.finish()
     selection_file.unlink(missing_ok=True)
@@ -322,6 +376,16 @@ def _report_end(command: str, folder: Path, log: Path, status: int, sharded: boo
         for line in _failure_lines(log):
             print(line, file=sys.stderr)
         print(f"bouquet-eval: {command} failed; Snakemake's full log: {log}", file=sys.stderr)
+        return
+    if command == "leaderboard":
+        board = folder / "leaderboard.md"
+        print(board.read_text(encoding="utf-8").rstrip())
+        print(f"bouquet-eval: leaderboard: {board} (and .csv); report: {folder / REPORT}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
+        return
+    if command == "prefetch":
+        print(f"bouquet-eval: fetched; what, at which commit: {folder / PREFETCH_LOG}")
+        print(f"bouquet-eval: Snakemake's full log: {log}")
         return
     if command == "metaeval":
         print(f"bouquet-eval: agreement with people in {folder.parent / 'metaeval'}")

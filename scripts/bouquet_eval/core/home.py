@@ -4,7 +4,8 @@
 a Snakemake module makes). The workflow sets it for itself and its jobs; outside the workflow
 (a script of one's own, a shell) it defaults to the repository this package is imported from.
 Command lines the project prints name the Snakefile by its absolute path and the configuration
-files by theirs, so that they work from any directory.
+files by theirs, so that they work from any directory; what a message tells the user to do is
+said in the terms of the interface they use (`interface`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+COMMAND_VARIABLE = "BOUQUET_EVAL_COMMAND"
+"""Set by the `bouquet-eval` command, which runs Snakemake in its own process: the command line
+as the person typed it (JSON), recorded instead of the Snakemake arguments it became; its
+presence says the run speaks the command's terms (`interface`)."""
 
 HOME_VARIABLE = "BOUQUET_EVAL_HOME"
 """Names the workflow's own files in configuration paths (`${BOUQUET_EVAL_HOME}/data/...`);
@@ -58,3 +64,47 @@ def snakemake_command(target: str, configfiles: Sequence[str]) -> str:
     if configfiles:
         arguments += ["--configfile", *configfiles]
     return shlex.join(arguments)
+
+
+def interface() -> str:
+    """How this run was started: "command" (`bouquet-eval`, which runs Snakemake in its own
+    process and says so in the environment, for its jobs too), "snakemake" (the workflow), or
+    "python" (the package, from a script of one's own)."""
+    if os.environ.get(COMMAND_VARIABLE):
+        return "command"
+    return "snakemake" if "snakemake" in sys.modules else "python"
+
+
+def fetch_hint() -> str:
+    """How to fill the Hugging Face cache before a run without network."""
+    where = "on a machine with network access, with the same"
+    kind = interface()
+    if kind == "command":
+        # Snakemake runs the command in the model's folder, its jobs too.
+        command = shlex.join(["bouquet-eval", "prefetch", "--output-dir", os.getcwd()])
+        return f"Fetch it {where} HF_HOME: `{command}`; runs without network then read the cache"
+    if kind == "snakemake":
+        command = snakemake_command("prefetch", given_configfiles())
+        return (
+            f"Fetch it {where} configuration and HF_HOME: `{command}`; runs without network, "
+            "and jobs with HF_HUB_OFFLINE=1, then read the cache"
+        )
+    return (
+        f"Make the same call {where} HF_HOME: it fetches what it reads into the cache, which "
+        "calls without network then read"
+    )
+
+
+def local_dataset_hint() -> str:
+    """How to run on a local folder of the dataset's files instead of the Hub."""
+    home = workflow_home()
+    sample = f" (the bundled sample: {home / 'data' / 'sample' / 'parquet'})" if home else ""
+    kind = interface()
+    if kind == "command":
+        return f"give --dataset-path a folder of <src>-<tgt>.parquet files{sample}"
+    if kind == "snakemake":
+        return (
+            "set dataset.path to a folder of <src>-<tgt>.parquet files, or leave out "
+            "--configfile to run the bundled sample"
+        )
+    return f"pass dataset= a folder of <src>-<tgt>.parquet files{sample}"

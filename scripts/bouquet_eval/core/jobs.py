@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
+import threading
 import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from bouquet_eval.core.secrets import known_secrets, scrub
 
@@ -42,9 +44,13 @@ def job_logging(
     """
     secrets = _job_secrets() if secrets is None else frozenset(secrets)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    # Emptied once; then appended to by the handler and by what the job's children print.
+    Path(log_path).write_bytes(b"")
+    children = contextlib.ExitStack()
+    stderr = children.enter_context(_children_output_to(Path(log_path), secrets))
     handlers: list[logging.Handler] = [
-        logging.FileHandler(log_path, mode="w", encoding="utf-8"),
-        logging.StreamHandler(sys.stderr),
+        logging.FileHandler(log_path, mode="a", encoding="utf-8"),
+        logging.StreamHandler(stderr),
     ]
     formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets)
     for handler in handlers:
@@ -69,6 +75,51 @@ def job_logging(
     finally:
         for handler in handlers:
             handler.flush()
+        children.close()
+
+
+DRAIN_SECONDS = 1.0
+"""How long a job's end waits for its children's last output to be copied to its log."""
+
+
+@contextlib.contextmanager
+def _children_output_to(log_path: Path, secrets: frozenset[str]) -> Iterator[TextIO]:
+    """Copy what this process's children print (and what is written to its stderr below
+    Python, by C libraries) to the job's log as well as to its stderr, secrets redacted in the
+    log; yield a stream on the job's own stderr for this process's records, which its log has
+    already.
+
+    A child such as vLLM's engine core prints why it failed on its stderr, and its parent only
+    that it did ("See root cause above"): in the job's log, the reason is beside the failure.
+    Python's `sys.stderr` goes on writing to the job's stderr (a terminal stays one, for
+    progress bars). At the end, what children printed is copied for up to `DRAIN_SECONDS`;
+    children still running then (an engine that stops at exit) go on being copied meanwhile.
+    """
+    original = os.dup(2)
+    reading, writing = os.pipe()
+    sys.stderr.flush()
+    os.dup2(writing, 2)
+    os.close(writing)
+    saved_stderr = sys.stderr
+    stream = open(original, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+
+    def copy() -> None:
+        with open(reading, "rb") as pipe, open(log_path, "ab") as log:
+            for line in pipe:
+                os.write(original, line)
+                log.write(scrub(line.decode("utf-8", errors="replace"), secrets).encode("utf-8"))
+                log.flush()
+
+    copier = threading.Thread(target=copy, name="children's output", daemon=True)
+    copier.start()
+    sys.stderr = stream
+    try:
+        yield stream
+    finally:
+        stream.flush()
+        sys.stderr = saved_stderr
+        os.dup2(original, 2)  # the pipe ends when the last child holding it has closed it
+        copier.join(DRAIN_SECONDS)
 
 
 class RedactingFormatter(logging.Formatter):

@@ -1,1 +1,2 @@
-"""The benchmark's sentences and the per-direction files: the dataset, the Hub, outputs."""
+"""The benchmark's sentences and the per-direction files: the dataset, the Hub, outputs, and
+received submissions (read as data only)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.data import hub
+from bouquet_eval.data.saved import is_saved_by_datasets, saved_layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,11 +30,16 @@ HUB_LAYOUT = {
     "benchmark_sentence_level": "benchmark_data/sentence_level",
     "benchmark_paragraph_level": "benchmark_data/paragraph_level",
 }
-WITHOUT_THE_HUB = (
-    "(a gated dataset such as facebook/bouquet needs a token, HF_TOKEN, of an account that "
-    "accepted its conditions). Without the Hub, set dataset.path to a folder of "
-    "<src>-<tgt>.parquet files, or leave out --configfile to run the bundled sample"
-)
+
+
+def without_the_hub() -> str:
+    """What else a user can do when the dataset cannot be had from the Hub."""
+    from bouquet_eval.core.home import local_dataset_hint
+
+    return (
+        "(a gated dataset such as facebook/bouquet needs a token, HF_TOKEN, of an account that "
+        f"accepted its conditions). Without the Hub, {local_dataset_hint()}"
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -269,7 +275,9 @@ def _read_index(index: Path | None) -> dict[str, Any]:
 
 
 def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetSource:
-    """Find the dataset's files: a local folder, or the hub snapshot at the configured revision.
+    """Find the dataset's files: a local folder (of parquet files, or one that `datasets`'
+    save_to_disk wrote, see `bouquet_eval.data.saved`), or the hub snapshot at the configured
+    revision.
 
     From the hub, `fetch=True` resolves the revision on the Hub (a branch that moved is
     noticed) and downloads what the cache lacks; `fetch=False` reads only the local cache, as
@@ -281,6 +289,8 @@ def resolve_dataset(settings: dict[str, Any], *, fetch: bool = True) -> DatasetS
             raise ConfigError(f"dataset.path: '{root}' is a file, not a folder", "dataset.path")
         if not root.is_dir():
             raise ConfigError(f"dataset.path: directory '{root}' not found", "dataset.path")
+        if is_saved_by_datasets(root):
+            return DatasetSource(*saved_layout(root, settings.get("split", "test"), fetch=fetch))
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
     return _hub_snapshot(settings, fetch)
 
@@ -291,7 +301,7 @@ def _hub_snapshot(settings: dict[str, Any], fetch: bool) -> DatasetSource:
     what = f"dataset {name}@{revision} ({settings['config']}, {settings['split']})"
     patterns = [f"{subdir}/*.parquet"]
     snapshot = hub.snapshot(
-        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=WITHOUT_THE_HUB
+        name, "dataset", revision, patterns, fetch=fetch, what=what, otherwise=without_the_hub()
     )
     root = snapshot / subdir
     if not root.is_dir():

@@ -24,7 +24,7 @@ import fnmatch
 import json
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +180,60 @@ def fetch(need: HubFiles) -> Fetched:
     return Fetched(need, commit, tuple(files))
 
 
+def cached(need: HubFiles) -> bool:
+    """Whether the local cache holds what `need` names at its revision, as a fetch leaves it:
+    its file, or a file of each part it takes (and every shard a weight index names). Sends
+    no request."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(
+            snapshot_download(
+                need.repo_id,
+                repo_type=need.repo_type,
+                revision=need.revision,
+                local_files_only=True,
+            )
+        )
+    except Exception:  # LocalEntryNotFoundError: not even the revision is cached
+        return False
+    if need.filename is not None:
+        return (folder / need.filename).is_file()
+    listing = [path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()]
+
+    def read_json(name: str) -> Any:
+        return json.loads((folder / name).read_text(encoding="utf-8"))
+
+    try:
+        for part in need.parts:
+            files = select_files(listing, replace(need, parts=(part,)), read_json)
+            if part == "tokenizer":  # config.json alone is no tokenizer
+                files = [name for name in files if matches_any(name, TOKENIZER_PATTERNS)]
+            if not files or not all((folder / name).is_file() for name in files):
+                return False
+    except (HubError, OSError, ValueError, KeyError):  # no weights, a broken index
+        return False
+    return True
+
+
+def check_reachable(need: HubFiles, hint: str) -> None:
+    """Raise HubError, saying why and what to do, unless the cache holds `need` or the Hub
+    can be asked for it (then a job fetches it as it loads). `hint`: how the user fetches it
+    beforehand, as the interface they use says it."""
+    what = f"{need.name} ({need.needed_by})"
+    if cached(need):
+        return
+    url = repository_url(need.repo_id, need.repo_type)
+    if offline():
+        raise HubError(missing_from_cache(what, "HF_HUB_OFFLINE is set", hint))
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().resolve_revision(need.repo_id, repo_type=need.repo_type, revision=need.revision)
+    except Exception as error:
+        raise HubError(explain(error, what, url, True, hint=hint)) from None
+
+
 def select_files(
     listing: Iterable[str], need: HubFiles, read_json: Callable[[str], Any]
 ) -> list[str]:
@@ -225,8 +279,11 @@ def weight_files(top: set[str], need: HubFiles, read_json: Callable[[str], Any])
     )
 
 
-def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str = "") -> str:
-    """One message for a failure to get `what` (at `url`): the cause and what to do."""
+def explain(
+    error: Exception, what: str, url: str, fetch: bool, otherwise: str = "", hint: str | None = None
+) -> str:
+    """One message for a failure to get `what` (at `url`): the cause and what to do (`hint`:
+    how to fetch it; by default, as the interface in use says it)."""
     import httpx2
     from huggingface_hub import constants, get_token
     from huggingface_hub.errors import (
@@ -268,12 +325,17 @@ def explain(error: Exception, what: str, url: str, fetch: bool, otherwise: str =
             reason = "HF_HUB_OFFLINE is set"
         else:
             reason = f"the Hub ({constants.ENDPOINT}) could not be reached"
-        from bouquet_eval.core.home import given_configfiles, snakemake_command
-
-        return (
-            f"{what} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {reason}. "
-            "Fetch it on a machine with network access, with the same configuration and "
-            f"HF_HOME: `{snakemake_command('prefetch', given_configfiles())}`; runs without "
-            f"network, and jobs with HF_HUB_OFFLINE=1, then read the cache {otherwise}"
-        ).rstrip()
+        return missing_from_cache(what, reason, hint, otherwise)
     return f"{what}: {type(error).__name__}: {error}"
+
+
+def missing_from_cache(what: str, reason: str, hint: str | None = None, otherwise: str = "") -> str:
+    """`what` is not in the cache and cannot be had now (`reason`): how to fetch it."""
+    from huggingface_hub import constants
+
+    from bouquet_eval.core.home import fetch_hint
+
+    return (
+        f"{what} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {reason}. "
+        f"{hint or fetch_hint()} {otherwise}"
+    ).rstrip()

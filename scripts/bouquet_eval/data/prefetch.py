@@ -11,16 +11,20 @@ same configuration works on both sides. What a configuration needs (`hub_needs`)
   `metricx.tokenizer` (mT5's repository also holds its weights, in three formats);
 - GlotLID: the one model file `glotlid.model` names, at `glotlid.revision`.
 
-Which files of a repository each part takes is `bouquet_eval.data.hub.select_files`.
+Which files of a repository each part takes is `bouquet_eval.data.hub.select_files`. Before any job
+starts, the workflow checks that what its jobs will load is cached or can be had from the Hub
+(`check_hub_needs`), from the same list.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
+from bouquet_eval.core.home import fetch_hint
 from bouquet_eval.data.dataset import DatasetSource
-from bouquet_eval.data.hub import PARTS, HubFiles, fetch
+from bouquet_eval.data.hub import PARTS, HubFiles, check_reachable, fetch
 
 # Translators that load a model by hub id, with `model` and `revision` settings.
 HUB_TRANSLATORS = ("vllm", "nllb", "madlad", "aya")
@@ -31,11 +35,16 @@ def is_local(path: str) -> bool:
     return Path(path).expanduser().exists()
 
 
-def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
-    """What the models and metrics of a validated configuration need from the hub."""
+def hub_needs(
+    config: dict[str, Any], translating: Container[str] | None = None, scoring: bool = True
+) -> list[HubFiles]:
+    """What the models and metrics of a validated configuration need from the hub: of the
+    models named in `translating` (all by default), and of the metrics when `scoring`."""
     needs: list[HubFiles] = []
     for model in config["models"]:
         if model["translator"] not in HUB_TRANSLATORS:
+            continue
+        if translating is not None and model["name"] not in translating:
             continue
         user = f"model '{model['name']}'"
         if not is_local(model["model"]):
@@ -47,7 +56,7 @@ def hub_needs(config: dict[str, Any]) -> list[HubFiles]:
             needs.append(
                 HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
             )
-    metrics = config["metrics"]
+    metrics = config["metrics"] if scoring else []
     if "metricx" in metrics:
         for key, parts in (("model", ("config", "weights")), ("tokenizer", ("tokenizer",))):
             spec = config["metricx"][key]
@@ -73,3 +82,13 @@ def prefetch(config: dict[str, Any], dataset: DatasetSource) -> list[str]:
             f"{need.needed_by}: {need.name} at {fetched.commit}: {', '.join(fetched.files)}"
         )
     return lines
+
+
+def check_hub_needs(
+    config: dict[str, Any], translating: Container[str], scoring: bool, hint: str | None = None
+) -> None:
+    """Before any job starts: HubError naming the first model or tokenizer that the jobs to
+    run (translate jobs of the models in `translating`; score jobs when `scoring`) would load
+    and that is neither cached nor to be had from the Hub, with how to fetch it."""
+    for need in hub_needs(config, translating, scoring):
+        check_reachable(need, hint or f"{fetch_hint()}. No job was started.")

@@ -31,7 +31,8 @@ from bouquet_eval.data.outputs import (
     scored_output,
     translation_output,
 )
-from bouquet_eval.planning.schema import validate_config
+from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
@@ -101,6 +102,8 @@ class Plan:
     metrics: Sequence[str]
     score_settings: Mapping[str, Any]
     """What decides a direction's scores (`outputs.score_settings`)."""
+    received: Mapping[str, ReceivedSubmission]
+    """Submissions received for verification (`submissions`), by model name."""
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
@@ -160,6 +163,7 @@ def load_plan(
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
     setting at fault. `fetch`: whether the Hub may be asked (see `data.resolve_dataset`)."""
+    plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
     validate_config(config, schema)
@@ -188,6 +192,7 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
+    received = receive_submissions(config["submissions"], dataset, home)
     judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
     judged = {}
     if judgements is not None:
@@ -216,10 +221,30 @@ def load_plan(
         models=models,
         metrics=tuple(config["metrics"]),
         score_settings=score_settings(config["metrics"], config),
+        received=received,
         secret_variables=secret_variables(config),
         judgements=judgements,
         judged=judged,
     )
+
+
+def receive_submissions(
+    paths: Sequence[str], dataset: DatasetSource, home: Mapping[str, str]
+) -> dict[str, ReceivedSubmission]:
+    """The received submissions by model name, each read as data (bouquet_eval.data.received)."""
+    received: dict[str, ReceivedSubmission] = {}
+    known = dataset.directions() if paths else []
+    for index, path in enumerate(paths):
+        key = f"submissions[{index}]"
+        submission = receive(expand_path(path, home), known, key)
+        if submission.name in received:
+            raise SubmissionError(
+                f"submissions '{received[submission.name].source}' and '{path}' are both of "
+                f"model '{submission.name}'",
+                key,
+            )
+        received[submission.name] = submission
+    return received
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bouquet_eval.core.home import COMMAND_VARIABLE
+
 log = logging.getLogger(__name__)
 
 RUNS = Path(".snakemake") / "bouquet-eval" / "runs"
@@ -123,11 +125,6 @@ def _overlaps(record: dict[str, Any], outputs: set[str]) -> bool:
     """Whether a recorded run writes any of `outputs` (a record that does not say: yes)."""
     theirs = record.get("outputs")
     return theirs is None or not outputs.isdisjoint(theirs)
-
-
-COMMAND_VARIABLE = "BOUQUET_EVAL_COMMAND"
-"""Set by the `bouquet-eval` command, which runs Snakemake in its own process: the command line
-as the person typed it (JSON), recorded instead of the Snakemake arguments it became."""
 
 
 def command_line() -> list[str]:

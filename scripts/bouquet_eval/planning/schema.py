@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ def _fill_defaults(validator_class: type[Any]) -> type[Any]:
 
     Defaults are inserted before the subschemas are validated, so nested objects whose
     default is `{}` get their own defaults filled in turn.
+
+    A string where the property takes no string but a number, a boolean or null is read as
+    YAML: Snakemake's `--config key={nested: 900}` gives every nested value as a string.
     """
     validate_properties = validator_class.VALIDATORS["properties"]
 
@@ -30,11 +34,32 @@ def _fill_defaults(validator_class: type[Any]) -> type[Any]:
             for name, subschema in properties.items():
                 if "default" in subschema:
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
+                if isinstance(instance.get(name), str):
+                    instance[name] = _scalar_of_text(instance[name], subschema)
                 if _is_whole_number(instance.get(name)) and _takes_floats(subschema):
                     instance[name] = float(instance[name])
         yield from validate_properties(validator, properties, instance, schema)
 
     return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+
+
+_KINDS = {bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _scalar_of_text(text: str, schema: Mapping[str, Any]) -> Any:
+    """`text` as the number, boolean or null that `schema` takes instead of a string; `text`
+    itself when the schema takes strings, or when the text is none of those."""
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    if not kinds or "string" in kinds:
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    kind = _KINDS.get(type(value))
+    accepted = kind in kinds or (kind == "integer" and "number" in kinds)
+    return value if accepted else text
 
 
 def _is_whole_number(value: Any) -> bool:
@@ -82,6 +107,43 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     return schema
 
 
+COMPLETE_SCHEMA = "config.complete.schema.json"
+"""The complete schema, published beside the file it completes for editors and other tools
+(`# yaml-language-server: $schema=...`); `make schema` writes it (`main`)."""
+
+
+def complete_schema_text(schema_path: str | Path) -> str:
+    """The complete schema (`load_schema`) as the published JSON file holds it."""
+    return json.dumps(load_schema(schema_path), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_complete_schema(schema_path: Path) -> Path:
+    published = schema_path.with_name(COMPLETE_SCHEMA)
+    published.write_text(complete_schema_text(schema_path), encoding="utf-8")
+    return published
+
+
+def plain_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Make `config` hold only dicts, lists and scalars, in place, and return it.
+
+    Snakemake hands over what its loaders give: a JSON configuration file (or a .yaml file
+    holding JSON) gives OrderedDicts, a module's `config=` whatever the host built. Done once
+    where the plan reads the configuration, so that nothing downstream (YAML dumps among them)
+    depends on the mapping type it is given.
+    """
+    for key, value in list(config.items()):
+        config[key] = _plain(value)
+    return config
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """Validate `config` in place against the schema, filling defaults; return it.
 
@@ -121,3 +183,13 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             "invalid configuration at 'compare': the baseline is not among its models"
         )
     return config
+
+
+def main() -> None:
+    """Write the complete schema of this checkout (`make schema`)."""
+    from bouquet_eval.core.home import workflow_home
+
+    home = workflow_home()
+    if home is None:
+        raise SystemExit("bouquet-eval: no checkout of the workflow to write the schema into")
+    print(write_complete_schema(home / "workflow" / "schemas" / "config.schema.yaml"))

@@ -99,10 +99,17 @@ class Run:
     """An output folder: its models (in leaderboard order when there is one) and dataset."""
 
     def __init__(self, output_dir: Path) -> None:
-        folders = sorted(p.parent for p in output_dir.glob("*/scored_rows.parquet"))
+        if (output_dir / "scored_rows.parquet").is_file():
+            # One model's folder, as `bouquet-eval run --output-dir` names it: that model.
+            folders = [output_dir]
+            output_dir = output_dir.parent
+        else:
+            folders = sorted(p.parent for p in output_dir.glob("*/scored_rows.parquet"))
         if not folders:
             raise BrowseError(
-                f"{output_dir}: no <model>/scored_rows.parquet: run the workflow's `all` first"
+                f"{output_dir}: neither a model's folder with its scored_rows.parquet nor a "
+                "folder of such model folders: score the model first (bouquet-eval run or "
+                "score, or the workflow's `all`)"
             )
         order = _leaderboard_order(output_dir / "leaderboard.csv")
         folders.sort(key=lambda f: (order.index(f.name) if f.name in order else len(order), f.name))
@@ -293,7 +300,12 @@ def main(argv: list[str]) -> int:
         prog="bouquet-eval browse",
         description="Serve every sentence of a run's output folder as a local web page.",
     )
-    parser.add_argument("output_dir", type=Path, help="the run's output_dir (e.g. runs)")
+    parser.add_argument(
+        "output_dir",
+        type=Path,
+        help="a run's output_dir (e.g. runs: every model in it, side by side), or one model's "
+        "folder (e.g. runs/my-model, what bouquet-eval --output-dir names)",
+    )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any)")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -1,13 +1,12 @@
 """A model's leaderboard submission: a folder and a .tar.gz of the same files.
 
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
-it: `scores.csv`, `manifest.json`, every `<src>-<tgt>.jsonl` translation, `config.yaml`,
-`COMMANDS.txt` (the exact command lines recorded in the manifest, and the one that verifies
-the folder) and `SHA256SUMS` (for `sha256sum -c`). Translations sit at the folder's top, so
-that the folder can be dropped into `<output_dir>/<model>/` as it is and verified there with
-its own `config.yaml`: the latest run's configuration (which holds no secret) with this model
-alone, as translations provided in that folder; the model's entry as it was run heads the
-file as a comment.
+it: `scores.csv`, `manifest.json` (the configuration each run used, and its command line), every
+`<src>-<tgt>.jsonl` translation, `COMMANDS.txt` (the exact command lines recorded in the
+manifest), `eval_results.yaml` (Hugging Face eval-results entries, one per metric, for a model
+repository's `.eval_results/` folder; nothing is uploaded) and `SHA256SUMS` (for
+`sha256sum -c`). No configuration to run with: a maintainer verifies a submission with their
+own (`submissions`, see bouquet_eval.data.received), and takes nothing from it but data.
 """
 
 from __future__ import annotations
@@ -17,17 +16,16 @@ import json
 import shlex
 import shutil
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bouquet_eval.core.home import snakemake_command
 from bouquet_eval.core.io import atomic_path, file_sha256
 from bouquet_eval.data.dataset import Direction
 
 CHECKSUMS = "SHA256SUMS"
 COMMANDS = "COMMANDS.txt"
-CONFIG = "config.yaml"
+EVAL_RESULTS = "eval_results.yaml"
 
 
 def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
@@ -44,35 +42,46 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
             f"snakemake {entry.get('snakemake_version')}, Python {entry.get('python_version')}",
             shlex.join(command) if command else "# (no command line recorded)",
         ]
-    folder = f"{entries[-1]['config']['output_dir']}/{model}"
     lines += [
         "",
-        f"# To check this submission: copy this folder to {folder}/ (where its config.yaml",
-        f"# expects it) and run, from the folder holding {folder}/ (the Snakefile is the",
-        "# workflow's own on the machine that made this file; elsewhere, name your copy's):",
-        f"# {snakemake_command('verify', [f'{folder}/{CONFIG}'])}",
+        "# A maintainer verifies this submission with their own configuration of the leaderboard",
+        "# (dataset, metrics, tolerances), taking from it only its name, scores.csv and",
+        "# translations: see docs/results.md of bouquet-eval, `Verifying a received submission`.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def verification_config(model: str, config: dict[str, Any]) -> str:
-    """`config` (as recorded in the manifest) as YAML, with `model` alone, provided from its
-    own folder; the entry it was run with heads the text as a comment."""
+def eval_results_text(entry: Mapping[str, Any], summary: Path, headline: Mapping[str, str]) -> str:
+    """Hugging Face eval-results entries (the `.eval_results/*.yaml` format of
+    huggingface_hub's EvalResultEntry), one per metric of `headline` (metric name -> its
+    score column): the column's mean over directions in `summary` (summary.csv), on the
+    dataset of the manifest `entry` (the latest), at the commit its revision resolved to, with
+    the metric's signature."""
+    import pandas as pd
     import yaml
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
-    as_run = [entry for entry in config["models"] if entry["name"] == model]
-    provided = {
-        "name": model,
-        "translator": "provided",
-        "path": f"{config['output_dir']}/{model}",
-    }
-    heading = yaml.safe_dump(as_run, sort_keys=False, allow_unicode=True)
-    return (
-        f"# The configuration that verifies '{model}' once this folder is <output_dir>/{model}/.\n"
-        "# The model was run as:\n"
-        + "".join(f"#   {line}\n" for line in heading.splitlines())
-        + yaml.safe_dump({**config, "models": [provided]}, sort_keys=False, allow_unicode=True)
-    )
+    overall = pd.read_csv(summary).set_index("group_by").loc["all"]
+    dataset = entry["config"]["dataset"]
+    identity = entry.get("dataset", {})
+    results = [
+        EvalResultEntry(
+            dataset_id=dataset["name"],
+            task_id=dataset["config"],
+            value=float(overall[column]),
+            dataset_revision=identity.get("commit"),
+            date=entry.get("created"),
+            notes=(
+                f"{column}: mean over {int(overall['n_directions'])} directions of the "
+                f"{dataset['split']} split"
+                + (f" (local copy {identity['path']})" if identity.get("path") else "")
+                + f"; signature {entry['metrics'][metric]}"
+            ),
+        )
+        for metric, column in headline.items()
+        if column in overall and metric in entry.get("metrics", {})
+    ]
+    return yaml.safe_dump(eval_result_entries_to_yaml(results), sort_keys=False, allow_unicode=True)
 
 
 def checksums_text(folder: Path) -> str:
@@ -82,8 +91,14 @@ def checksums_text(folder: Path) -> str:
 
 
 def write_submission(
-    model: str, model_dir: Path, directions: Sequence[Direction], folder: Path, archive: Path
+    model: str,
+    model_dir: Path,
+    directions: Sequence[Direction],
+    folder: Path,
+    archive: Path,
+    headline: Mapping[str, str],
 ) -> None:
+    """`headline`: each metric's score column, for the eval-results entries."""
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
     entries = manifest.get("entries", [])
     if not entries:
@@ -97,11 +112,10 @@ def write_submission(
         if not source.is_file():
             raise FileNotFoundError(f"{source} not found: run the workflow first")
         shutil.copyfile(source, folder / name)
-    # The latest run's configuration: what a maintainer verifies with.
-    (folder / CONFIG).write_text(
-        verification_config(model, entries[-1]["config"]), encoding="utf-8"
-    )
     (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
+    (folder / EVAL_RESULTS).write_text(
+        eval_results_text(entries[-1], model_dir / "summary.csv", headline), encoding="utf-8"
+    )
     (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")
     write_archive(folder, archive)
 

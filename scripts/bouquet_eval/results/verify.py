@@ -23,6 +23,7 @@ from bouquet_eval.core.io import file_sha256
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
+from bouquet_eval.data.received import CLAIM, claimed_directions
 from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import COMPOSITE, Metric, corpus_metrics, metric_columns
 from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_scores
@@ -60,10 +61,14 @@ VERIFICATION_COLUMNS = [
 ]
 
 
-def directions_to_verify(configured: Sequence[Direction], claim: pd.DataFrame) -> list[Direction]:
-    """The configured directions, then any other that the claim lists (in its order)."""
-    claimed = (
-        Direction(str(s), str(t)) for s, t in zip(claim["src_lang"], claim["tgt_lang"], strict=True)
+def directions_to_verify(
+    configured: Sequence[Direction], claim: pd.DataFrame, known: Sequence[Direction]
+) -> list[Direction]:
+    """The configured directions, then any other that the claim lists (in its order); a listed
+    direction that is not one of the dataset's `known` ones (`../x`) is refused, naming its line
+    of scores.csv."""
+    claimed = claimed_directions(
+        CLAIM, zip(claim["src_lang"], claim["tgt_lang"], strict=True), known
     )
     return list(dict.fromkeys([*configured, *claimed]))
 

@@ -160,7 +160,13 @@ def translate_directions(
     progress = JobProgress(len(work))
     watchdog = StallWatchdog(
         stall_timeout,
-        probe=lambda: (flight.pulled, flight.landed, usage_counters(translator)),
+        # A translator may count what it does within a direction (requests_sent).
+        probe=lambda: (
+            flight.pulled,
+            flight.landed,
+            usage_counters(translator),
+            getattr(translator, "requests_sent", None),
+        ),
         describe=lambda: stalled_message(model, work, flight, stall_timeout),
     )
     # Sentences are read as the translator takes their direction, and dropped once it is

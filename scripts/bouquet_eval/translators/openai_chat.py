@@ -46,7 +46,7 @@ import os
 import random
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +156,9 @@ class OpenAIChatTranslator:
         self.batch_wait = batch_wait
         self.cache = RequestCache(Path(cache_dir)) if cache_dir is not None else None
         self.usage = Usage()
+        # Requests sent so far, counted as they go (`usage` counts a direction's when it is
+        # handed back): the stall watchdog sees a long direction's progress.
+        self.requests_sent = 0
         self._api_key()  # a missing key fails here, before any direction is started
 
     def __repr__(self) -> str:
@@ -281,38 +284,48 @@ class OpenAIChatTranslator:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     async def _complete(self, session: _Session, index: int, prompt: str) -> Answer:
+        """The answer to `prompt`, with the requests it took: they are counted in `usage` with
+        its tokens, when its direction is handed back (a failure's at once)."""
         request = self.request_body(prompt)
         attempt = 0
-        while True:
-            self.usage.requests += 1
-            outcome = await self._attempt(session, request)
-            if isinstance(outcome, Answer):
-                return outcome
-            reason = session.scrub(outcome.reason)
-            if not outcome.retryable:
-                raise ChatRequestError(index, f"the server refused the request: {reason}")
-            if attempt == self.max_retries:
-                raise ChatRequestError(
-                    index, f"gave up after {attempt + 1} attempts; the last one: {reason}"
+        try:
+            while True:
+                self.requests_sent += 1
+                outcome = await self._attempt(session, request)
+                if isinstance(outcome, Answer):
+                    return replace(outcome, attempts=attempt + 1)
+                reason = session.scrub(outcome.reason)
+                if not outcome.retryable:
+                    raise ChatRequestError(index, f"the server refused the request: {reason}")
+                if attempt == self.max_retries:
+                    raise ChatRequestError(
+                        index, f"gave up after {attempt + 1} attempts; the last one: {reason}"
+                    )
+                wait = self._wait(attempt, outcome.retry_after)
+                if wait is None:
+                    raise ChatRequestError(
+                        index,
+                        f"{reason}; the server asks to wait {outcome.retry_after:.0f} s, more "
+                        f"than the {MAX_RETRY_AFTER:.0f} s this translator waits",
+                    )
+                log.warning(
+                    "prompt %d: %s; retry %d of %d in %.2f s",
+                    index + 1,
+                    reason,
+                    attempt + 1,
+                    self.max_retries,
+                    wait,
                 )
-            wait = self._wait(attempt, outcome.retry_after)
-            if wait is None:
-                raise ChatRequestError(
-                    index,
-                    f"{reason}; the server asks to wait {outcome.retry_after:.0f} s, more than "
-                    f"the {MAX_RETRY_AFTER:.0f} s this translator waits",
-                )
-            log.warning(
-                "prompt %d: %s; retry %d of %d in %.2f s",
-                index + 1,
-                reason,
-                attempt + 1,
-                self.max_retries,
-                wait,
-            )
-            await asyncio.sleep(wait)
-            attempt += 1
-            self.usage.retries += 1
+                await asyncio.sleep(wait)
+                attempt += 1
+        except ChatRequestError:
+            self.count_requests(attempt + 1)
+            raise
+
+    def count_requests(self, attempts: int) -> None:
+        """Add the requests that one prompt took (`attempts`) to `usage`."""
+        self.usage.requests += attempts
+        self.usage.retries += attempts - 1
 
     async def _attempt(self, session: _Session, request: dict[str, Any]) -> Answer | Failure:
         import httpx2
@@ -398,7 +411,10 @@ class _Stream:
         self.session = session
         self.batches = batches
         # Finished batches, and None whenever the state changed (a batch ended, feeding ended).
-        self.events: asyncio.Queue[tuple[int, list[str], list[Answer]] | None] = asyncio.Queue()
+        # (batch, answers, answers whose tokens and requests are to be counted, cache hits)
+        self.events: asyncio.Queue[tuple[int, list[str], list[Answer], int] | None] = (
+            asyncio.Queue()
+        )
         self.received: dict[str, str] = {}
         # Answers whose tokens are counted when their batch is handed back, so that each
         # batch's (direction's) counts are its own although their requests overlap.
@@ -453,7 +469,6 @@ class _Stream:
             if answer is not None:
                 answers[key] = answer
         hits = sum(key in answers for key in keys)
-        self.translator.usage.cache_hits += hits
         pending: dict[str, int] = {}
         for position, key in enumerate(keys):
             if key not in answers:
@@ -477,6 +492,8 @@ class _Stream:
         answers: dict[str, str],
         requests: dict[str, asyncio.Task[str | None]],
     ) -> None:
+        # Counted when the batch is handed back, as its tokens are.
+        hits = sum(key in answers for key in keys)
         try:
             replies = await asyncio.gather(*requests.values())
             for key, reply in zip(requests, replies, strict=True):
@@ -486,7 +503,7 @@ class _Stream:
             if self.session.writer is not None:
                 await self.session.writer.flush()
             tokens = [self.uncounted.pop(key) for key in set(keys) if key in self.uncounted]
-            self.events.put_nowait((index, [answers[key] for key in keys], tokens))
+            self.events.put_nowait((index, [answers[key] for key in keys], tokens, hits))
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # a cache that cannot be written, an interruption
@@ -534,9 +551,11 @@ class _Stream:
         while True:
             event = await self.events.get()
             if event is not None:
-                index, answers, tokens = event
+                index, answers, tokens, hits = event
                 for answer in tokens:
                     self.translator.count(answer)
+                    self.translator.count_requests(answer.attempts)
+                self.translator.usage.cache_hits += hits
                 return index, answers
             if self.fed and self.open_batches == 0 and self.events.empty():
                 break

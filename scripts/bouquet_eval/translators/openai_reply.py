@@ -30,6 +30,8 @@ class Answer:
     content: str
     usage: Mapping[str, Any]
     truncated: bool
+    attempts: int = 1
+    """The requests it took, retries included."""
 
 
 @dataclass(frozen=True)

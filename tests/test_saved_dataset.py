@@ -1,0 +1,73 @@
+"""BOUQuET saved by `datasets`' save_to_disk, given as dataset.path: read through `datasets`,
+laid out once per direction, and scored as the parquet files it came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bouquet_eval.data.dataset import resolve_dataset
+
+from .conftest import SAMPLE, Workflow
+from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS
+
+
+def save_sample(folder: Path, as_dict: bool = False) -> None:
+    """The sample's rows in one table, directions interleaved, as `datasets` saves it."""
+    tables = [pq.read_table(path) for path in sorted(SAMPLE.glob("*.parquet"))]
+    table = pa.concat_tables(tables, promote_options="default")
+    # Directions interleaved, one row of each in turn: the layout must keep each one's order.
+    starts = [sum(t.num_rows for t in tables[:i]) for i in range(len(tables))]
+    longest = max(t.num_rows for t in tables)
+    order = [
+        start + row
+        for row in range(longest)
+        for start, t in zip(starts, tables, strict=True)
+        if row < t.num_rows
+    ]
+    saved = datasets.Dataset(table.take(order))
+    (datasets.DatasetDict({"test": saved, "dev": saved}) if as_dict else saved).save_to_disk(
+        str(folder)
+    )
+
+
+@pytest.mark.parametrize("as_dict", [False, True], ids=["Dataset", "DatasetDict"])
+def test_a_saved_dataset_reads_as_its_parquet_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_dict: bool
+) -> None:
+    saved = tmp_path / "bouquet"
+    save_sample(saved, as_dict)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="has not been laid out"):
+        resolve_dataset({"path": str(saved)}, fetch=False)
+    source = resolve_dataset({"path": str(saved), "split": "test"}, fetch=True)
+    assert source.identity["saved_by"] == "datasets" and source.identity["fingerprint"]
+    assert source.root.is_relative_to(tmp_path / ".snakemake" / "bouquet-eval")
+    assert source.directions() == SAMPLE_DIRECTIONS
+    original = resolve_dataset({"path": str(SAMPLE)})
+    for direction in SAMPLE_DIRECTIONS:
+        pd.testing.assert_frame_equal(source.load(direction), original.load(direction))
+    # Jobs read the layout their main process wrote.
+    assert resolve_dataset({"path": str(saved)}, fetch=False).root == source.root
+
+
+def test_the_workflow_scores_a_saved_dataset(workflow: Workflow, tmp_path: Path) -> None:
+    saved = tmp_path / "bouquet"
+    save_sample(saved)
+    directions = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn"]
+    config = {
+        "directions": {"list": directions},
+        "limit": 4,
+        "resources": SMALL_JOBS,
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+    workflow.write_config({**config, "dataset": {"path": str(saved)}})
+    workflow.run("aggregates")
+    scores = pd.read_csv(workflow.workdir / "runs" / "reference" / "scores.csv")
+    assert len(scores) == 2 and (scores["chrfpp"] == 100).all()
+    assert (scores["n_sentences"] == 4).all()
