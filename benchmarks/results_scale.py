@@ -119,7 +119,9 @@ def child_leaderboard(output: Path, count: int, report: bool) -> None:
             config={"dataset": {"path": str(output.parent / "dataset")}},
             manifests={m: {"entries": []} for m in models},
         )
-        paths = figure_paths(target / "report", models, COLUMNS)
+        first = built["results"][0].scores
+        directions = [f"{s}-{t}" for s, t in zip(first["src_lang"], first["tgt_lang"], strict=True)]
+        paths = figure_paths(target / "report", models, COLUMNS, directions)
         rows = {m: output / m / "scored_rows.parquet" for m in models}
         write_figures(
             paths, built["board"], built["results"], rows, run, LOWER, resampling, models[-1]

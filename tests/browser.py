@@ -1,4 +1,6 @@
-"""Headless Chromium (Debian's package) driven over the DevTools protocol, for report tests.
+"""Headless Chromium (Debian's package) driven over the DevTools protocol, for report tests;
+headless Firefox (Debian's firefox-esr) over WebDriver BiDi, for the pages that must open in
+both.
 
 The page's console messages, uncaught exceptions and browser log entries are collected, so a
 test can assert that a page rendered without errors; scripts run in the page and in its frames
@@ -17,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -44,25 +47,34 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-def install() -> None:
-    """Install Debian's Chromium unless it is there already (idempotent)."""
-    if chromium_path():
+def firefox_path() -> str | None:
+    return shutil.which("firefox-esr") or shutil.which("firefox")
+
+
+BROWSERS = {"chromium": (PACKAGE, chromium_path), "firefox": ("firefox-esr", firefox_path)}
+
+
+def install(browser: str = "chromium") -> None:
+    """Install Debian's package of `browser` unless it is there already (idempotent)."""
+    package, path = BROWSERS[browser]
+    if path():
         return
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, capture_output=True)
     subprocess.run(
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", package],
         check=True,
         env=environment,
         capture_output=True,
     )
 
 
-def unavailable_reason() -> str | None:
-    if chromium_path():
+def unavailable_reason(browser: str = "chromium") -> str | None:
+    package, path = BROWSERS[browser]
+    if path():
         return None
     if shutil.which("apt-get") is None or os.geteuid() != 0:
-        return "Chromium is not installed, and apt-get as root is needed to install it"
+        return f"{package} is not installed, and apt-get as root is needed to install it"
     return None
 
 
@@ -201,3 +213,93 @@ def stop_group(process: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
     process.wait()
+
+
+class FirefoxPage:
+    """One Firefox tab over WebDriver BiDi: `evaluate` and `wait_for` as `Page`'s, where
+    `frame` is the number of a child frame of the tab."""
+
+    def __init__(self, socket: aiohttp.ClientWebSocketResponse, context: str) -> None:
+        self.socket = socket
+        self.context = context
+        self._ids = itertools.count(1)
+
+    async def send(self, method: str, **params: Any) -> dict[str, Any]:
+        number = next(self._ids)
+        await self.socket.send_json({"id": number, "method": method, "params": params})
+        while True:
+            data = json.loads((await self.socket.receive()).data)
+            if data.get("id") == number:
+                if data.get("type") == "error":
+                    raise RuntimeError(f"{method}: {data.get('message')}")
+                return data["result"]
+
+    async def open(self, url: str) -> None:
+        await self.send("browsingContext.navigate", context=self.context, url=url, wait="complete")
+
+    async def frames(self) -> list[str]:
+        tree = await self.send("browsingContext.getTree", root=self.context)
+        return [child["context"] for child in tree["contexts"][0].get("children") or []]
+
+    async def evaluate(self, expression: str, frame: int | None = None) -> Any:
+        context = self.context if frame is None else (await self.frames())[frame]
+        result = await self.send(
+            "script.evaluate",
+            expression=expression,
+            target={"context": context},
+            awaitPromise=False,
+        )
+        if result.get("type") == "exception":
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']['text']}")
+        return result["result"].get("value")
+
+    async def wait_for(self, expression: str, frame: int | None = None, timeout: float = 30) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(LookupError, RuntimeError, IndexError):
+                value = await self.evaluate(expression, frame)
+                if value:
+                    return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still false after {timeout} s: {expression}")
+            await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def firefox() -> AsyncIterator[FirefoxPage]:
+    """A fresh headless Firefox with one tab; stopped (by its pid) on exit."""
+    binary = firefox_path()
+    if binary is None:
+        raise FileNotFoundError("firefox is not installed")
+    with tempfile.TemporaryDirectory(prefix="firefox-", ignore_cleanup_errors=True) as profile:
+        process = subprocess.Popen(
+            [binary, "--headless", "--no-remote", "--profile", profile,
+             "--remote-debugging-port=0", "--width=1400", "--height=1000"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert process.stderr is not None
+            address = None
+            deadline = time.monotonic() + 60
+            while address is None:
+                line = await asyncio.to_thread(process.stderr.readline)
+                if line.startswith("WebDriver BiDi listening on "):
+                    address = line.split(" on ", 1)[1].strip()
+                elif not line or time.monotonic() > deadline:
+                    raise RuntimeError("firefox did not open its WebDriver BiDi port")
+            # Firefox keeps writing to stderr: drained, so that it never blocks on it.
+            threading.Thread(target=process.stderr.read, daemon=True).start()
+            async with (
+                aiohttp.ClientSession() as session,
+                session.ws_connect(f"{address}/session", max_msg_size=0) as socket,
+            ):
+                page = FirefoxPage(socket, "")
+                await page.send("session.new", capabilities={})
+                tree = await page.send("browsingContext.getTree")
+                page.context = tree["contexts"][0]["context"]
+                yield page
+        finally:
+            stop_group(process)

@@ -169,7 +169,7 @@ def write_shaped_run(
         config={"dataset": {"name": "facebook/bouquet", "path": str(root / "dataset")}},
         manifests={m: json.loads((output / m / "manifest.json").read_text()) for m in models},
     )
-    paths = figure_paths(output / "report", models, columns)
+    paths = figure_paths(output / "report", models, columns, [str(d) for d in directions])
     write_figures(paths, board, results, rows, run, lower, resampling, models[-1])
     seconds["report pages"] = time.perf_counter() - started
     return seconds

@@ -185,9 +185,10 @@ def test_jobs_that_need_little_cpu_overlap_on_two_cores(workflow: Workflow, data
     config = bounds_config(dataset, shards=2, models=[{"name": "c", "translator": "copy-source"}])
     del config["resources"]
     workflow.write_config(config)
-    # Jobs are shown one by one, and their ends, with a --quiet naming neither `rules` (the
-    # profile's quiet) nor `progress`.
-    output = workflow.run("--quiet", "host").stderr
+    # Snakemake's log shows jobs one by one, and their ends (the console names the log).
+    console = workflow.run("--quiet", "host").stderr
+    (log,) = [line for line in console.splitlines() if line.startswith("Snakemake's full log: ")]
+    output = Path(log.split(": ", 1)[1]).read_text(encoding="utf-8")
     assert most_jobs_at_once(output, ("translate_", "score_")) == 2, output
 
 

@@ -19,12 +19,14 @@ import yaml
 
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.results.leaderboard import (
+    MISSING,
     ModelResults,
     build_leaderboard,
     markdown_table,
     primary_metric,
 )
 from bouquet_eval.results.mtme import documents, escape, unescape
+from bouquet_eval.results.report import leaderboard_page
 from bouquet_eval.results.verify import (
     DIFFERS,
     NOT_CLAIMED,
@@ -33,6 +35,7 @@ from bouquet_eval.results.verify import (
     compare_scores,
     mismatch_message,
 )
+from bouquet_eval.translators.backends import bounds
 
 from . import browser
 from .conftest import SAMPLE, Workflow
@@ -101,6 +104,30 @@ def test_models_on_other_directions_are_marked_not_ranked() -> None:
     assert "partial *" in markdown_table(board, set())
 
 
+def test_reference_points_are_bounds_not_ranked() -> None:
+    """The references as output would always be first: every model's p vs best would be
+    against them."""
+    results = [
+        synthetic_model("reference", shift=30, noise=0.1, seed=1),
+        synthetic_model("model-a", shift=0, noise=1, seed=2),
+        synthetic_model("copy", shift=-30, noise=0.1, seed=3),
+        synthetic_model("model-b", shift=-0.05, noise=1, seed=4),
+    ]
+    found = bounds(
+        [{"name": "reference", "translator": "reference"},
+         {"name": "copy", "translator": "copy-source"},
+         {"name": "model-a", "translator": "vllm"}, {"name": "model-b", "translator": "x:Y"}]
+    )  # fmt: skip
+    assert found == {"reference": "upper", "copy": "lower"}
+    board = build_leaderboard(results, ["chrfpp"], set(), SMALL, found)
+    assert board["model"].tolist() == ["model-a", "model-b", "copy", "reference"]
+    assert board["rank"].tolist()[:2] == [1, 2] and board["rank"].iloc[2:].isna().all()
+    assert np.isnan(board["p_vs_best"].iloc[0]) and board["p_vs_best"].iloc[1] > 0.05
+    assert board["cluster"].tolist()[:2] == [1, 1]
+    page = leaderboard_page(board, set())
+    assert "upper bound</td>" in page and "lower bound</td>" in page
+
+
 def test_verification_statuses_and_message() -> None:
     claimed = pd.DataFrame(
         {"src_lang": ["eng_Latn"] * 2, "tgt_lang": ["fra_Latn", "deu_Latn"], "n_sentences": [5, 5],
@@ -139,6 +166,7 @@ def test_mtme_escaping_and_documents() -> None:
 # --- Through the workflow -------------------------------------------------------------------
 
 MODELS = ["copy-source", "reference"]
+SCRIPT_PAYLOAD = "--comment=</script><script>window.injected = true;</script>"
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +183,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
             "output_dir": "runs",
             "shards": 1,
             "limit": 12,
-            "resources": SMALL_JOBS,
+            # Text of the configuration that a page would run if it were not escaped.
+            "resources": {
+                **SMALL_JOBS,
+                "translate": {**SMALL_JOBS["translate"], "slurm_extra": SCRIPT_PAYLOAD},
+            },
             "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
             "models": [{"name": name, "translator": name} for name in MODELS],
         }
@@ -168,16 +200,19 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
 def test_leaderboard_through_the_workflow(run: Workflow) -> None:
     runs = run.workdir / "runs"
     board = pd.read_csv(runs / "leaderboard.csv")
-    assert board["model"].tolist() == ["reference", "copy-source"]
-    assert board["rank"].tolist() == [1, 2] and board["cluster"].tolist() == [1, 2]
+    # Two reference points and no model: nothing is ranked, both are shown as bounds.
+    assert board["model"].tolist() == ["copy-source", "reference"]
+    assert board["bound"].tolist() == ["lower", "upper"]
+    assert board["rank"].isna().all() and board["cluster"].isna().all()
     for record in board.to_dict(orient="records"):
         scores = pd.read_csv(runs / record["model"] / "scores.csv")
         assert record["n_directions"] == len(scores) == 20
         assert record["n_sentences"] == scores["n_sentences"].sum() == 240
         assert record["chrfpp"] == pytest.approx(scores["chrfpp"].mean())
-    assert board["chrfpp"].iloc[0] == pytest.approx(100)
+    assert board["chrfpp"].iloc[1] == pytest.approx(100)
     markdown = (runs / "leaderboard.md").read_text(encoding="utf-8")
-    assert "| 1 | reference | 1 | 20 | 240 | 100.00 [100.00, 100.00]" in markdown
+    assert f"| {MISSING} | reference * | {MISSING} | 20 | 240 | 100.00 [100.00, 100.00]" in markdown
+    assert "reference: a reference point, the upper bound, not ranked" in markdown
 
 
 def test_report_renders_in_chromium(run: Workflow, tmp_path: Path) -> None:
@@ -196,20 +231,25 @@ CLICK = """(() => {{
 }})()"""
 
 
+def test_no_configuration_text_reaches_the_report_unescaped(run: Workflow) -> None:
+    report = (run.workdir / "report.html").read_text(encoding="utf-8")
+    assert "<script>window.injected" not in report
+
+
 async def _browse_report(report: Path, folder: Path) -> None:
     async with browser.chromium() as page:
         await page.open(report.as_uri())
-        await page.wait_for(CLICK.format(json.dumps("1. Leaderboard")))
-        await page.wait_for("document.querySelector('a[iconname=eye]') !== null")
-        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
+        await page.wait_for("document.readyState === 'complete'")
+        assert await page.evaluate("window.injected === undefined")
+        # It opens on the leaderboard, with no click.
         await page.wait_for("document.querySelector('iframe') !== null")
         frame = (await page.child_frames())[0]["id"]
         models = await page.wait_for(
             "Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
-            ".map(row => row.cells[1].textContent)",
+            ".map(row => [row.cells[0].textContent, row.cells[1].textContent])",
             frame=frame,
         )
-        assert models == ["reference", "copy-source"]
+        assert models == [["lower bound", "copy-source"], ["upper bound", "reference"]]
         await page.screenshot(folder / "leaderboard.png")
 
         for link in ("Results", "4. Heatmaps", "copy-source"):

@@ -4,22 +4,28 @@ the dense heatmap and the sentence browser, on 1062 directions over 268 language
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
-from bouquet_eval.results.browse import serve
+from bouquet_eval.results.browse import IDLE_SECONDS, serve
 from bouquet_eval.results.compare import compare_models
 from bouquet_eval.results.report import dense_languages, run_page, timing_figure
 from bouquet_eval.results.views import describe_language
@@ -167,7 +173,7 @@ async def _report_pages(report: Path) -> None:
         assert low <= found[0][2] <= high
         assert page.errors == []
 
-        await page.open((report / "sentences.html").as_uri())
+        await page.open((report / "sentences-1.html").as_uri())
         shown = await page.wait_for(
             "document.getElementById('app').dataset.direction &&"
             " document.querySelectorAll('dl.sentence').length"
@@ -188,6 +194,85 @@ async def _report_pages(report: Path) -> None:
         assert all(url.startswith(("file://", "data:")) for url in page.requests)
 
 
+# What shows that each page of the report drew itself.
+DRAWN = {
+    "leaderboard": "document.querySelectorAll('#leaderboard tbody tr').length",
+    "results": "document.getElementById('app').dataset.rows",
+    "sentences": "document.querySelectorAll('dl.sentence').length",
+    "run": "document.querySelectorAll('pre').length",
+}
+
+
+@pytest.mark.parametrize("name", ["chromium", "firefox"])
+def test_every_page_of_report_html_opens_at_bouquet_shape(
+    shaped: Path, name: str, tmp_path: Path
+) -> None:
+    """report.html shows each page in a frame whose source is the page as a base64 data: URL,
+    made by Snakemake's own function; Chromium opens none over 2 MiB."""
+    reason = browser.unavailable_reason(name)
+    if reason:
+        pytest.skip(reason)
+    browser.install(name)
+    from snakemake.report.common import data_uri_from_file
+
+    pages = sorted((shaped / "report").glob("*.html"))
+    assert {path.stem.split("-")[0] for path in pages} == set(DRAWN)
+    for path in pages:
+        wrapper = tmp_path / path.name
+        uri = data_uri_from_file(path)
+        wrapper.write_text(
+            # As wide as beside Snakemake's menu in a 1400-pixel window.
+            f'<!doctype html><iframe src="{uri}" width="1050" height="900"></iframe>',
+            encoding="utf-8",
+        )
+    asyncio.run(_report_html_pages(name, [tmp_path / path.name for path in pages]))
+
+
+async def _report_html_pages(name: str, wrappers: list[Path]) -> None:
+    opened = browser.chromium() if name == "chromium" else browser.firefox()
+    async with opened as page:
+        for wrapper in wrappers:
+            await page.open(wrapper.as_uri())
+            if isinstance(page, browser.FirefoxPage):
+                frame: Any = 0
+            else:
+                frames = (
+                    await page.wait_for("document.querySelector('iframe') !== null")
+                    and await page.child_frames()
+                )
+                frame = frames[0]["id"]
+            drawn = await page.wait_for(DRAWN[wrapper.stem.split("-")[0]], frame=frame)
+            assert drawn, wrapper.name
+            if wrapper.stem == "results":
+                await _beside_the_menu(page, frame)
+
+
+async def _beside_the_menu(page: Any, frame: Any) -> None:
+    """Every model's column of every direction in view beside Snakemake's menu, and a click
+    on a score's header puts the worst first."""
+    await page.evaluate("document.querySelector('button[data-view=directions]').click()", frame)
+    await page.wait_for("document.getElementById('app').dataset.view === 'directions'", frame)
+    outside = await page.wait_for(
+        "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
+        "Array.from(document.querySelectorAll('.tabulator-col')).filter(c =>"
+        " c.getBoundingClientRect().right > window.innerWidth).map(c => c.textContent))",
+        frame,
+    )
+    assert json.loads(outside) == []
+    await page.evaluate(
+        f"{TABLE}.getColumn('m1').getElement().querySelector('.tabulator-col-title').click()",
+        frame,
+    )
+    # MetricX: the highest first.
+    first = await page.wait_for(
+        f"(() => {{ const rows = {TABLE}.getData('active');"
+        " return rows[0].m1 >= rows[1].m1 && rows[1].m1 >= rows[rows.length - 1].m1"
+        " && JSON.stringify(rows.slice(0, 2).map(r => r.m1)); })()",
+        frame,
+    )
+    assert first
+
+
 @pytest.fixture(scope="module")
 def server(shaped: Path) -> Iterator[str]:
     httpd = serve(shaped, 0)
@@ -198,19 +283,82 @@ def server(shaped: Path) -> Iterator[str]:
     httpd.server_close()
 
 
-def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
-    """The command as users type it: it prints its address, then answers there."""
-    command = [sys.executable, "-m", "bouquet_eval", "browse", str(shaped), "--port", "0"]
+@contextlib.contextmanager
+def browse_command(output_dir: Path) -> Iterator[str]:
+    """`bouquet-eval browse` as users type it; yields the address it printed."""
+    command = [sys.executable, "-m", "bouquet_eval", "browse", str(output_dir), "--port", "0"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
             address = re.search(r"http://127\.0\.0\.1:\d+/", process.stdout.readline())
             assert address, "the command printed no address"
-            with urllib.request.urlopen(address.group(0)) as reply:
-                assert reply.status == 200
-                assert "<html" in reply.read().decode("utf-8").lower()
+            yield address.group(0)
         finally:
             process.terminate()
+
+
+def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
+    """The command prints its address, then answers there."""
+    with browse_command(shaped) as address, urllib.request.urlopen(address) as reply:
+        assert reply.status == 200
+        assert "<html" in reply.read().decode("utf-8").lower()
+
+
+def _get(address: str, path: str, host: str | None = None) -> int:
+    """The status of a GET of `path`, sent with `host` as Host header when given."""
+    request = urllib.request.Request(address.rstrip("/") + path)
+    if host is not None:
+        request.add_unredirected_header("Host", host)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            reply.read()
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_browse_answers_only_its_own_host_names(shaped: Path) -> None:
+    """A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing."""
+    with browse_command(shaped) as address:
+        port = urllib.parse.urlparse(address).port
+        sentences = "/api/sentences?direction=eng_Latn-bre_Latn"
+        for host in ("evil.example", f"attacker.com:{port}", "127.0.0.1.evil.example"):
+            assert _get(address, sentences, host) == 421, host
+            assert _get(address, "/", host) == 421, host
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+            assert _get(address, sentences, host) == 200, host
+
+
+IDLE_CONNECTIONS = 300
+REQUESTS = 200
+
+
+def test_browse_answers_while_idle_connections_are_held_open(shaped: Path) -> None:
+    """Connections that send nothing take no turn from the requests of the page."""
+    with browse_command(shaped) as address:
+        port = urllib.parse.urlparse(address).port
+        assert port is not None
+        opened = time.monotonic()
+        idle = [
+            socket.create_connection(("127.0.0.1", port), timeout=IDLE_SECONDS + 10)
+            for _ in range(IDLE_CONNECTIONS)
+        ]
+        try:
+            paths = ["/api/directions", "/", "/api/sentences?direction=eng_Latn-bre_Latn"]
+            started = time.monotonic()
+            with concurrent.futures.ThreadPoolExecutor(max_workers=50) as pool:
+                statuses = list(
+                    pool.map(lambda n: _get(address, paths[n % len(paths)]), range(REQUESTS))
+                )
+            elapsed = time.monotonic() - started
+            # And the server closes them: it does not wait on them for ever.
+            assert idle[0].recv(1) == b""
+            assert time.monotonic() - opened < IDLE_SECONDS + 10
+        finally:
+            for connection in idle:
+                connection.close()
+        assert statuses == [200] * REQUESTS
+        assert elapsed < 30, f"{REQUESTS} requests took {elapsed:.1f} s"
 
 
 def test_the_browser_answers_a_direction_with_every_sentence(server: str, shaped: Path) -> None:
@@ -246,7 +394,18 @@ async def _browse(server: str) -> None:
         await page.evaluate(choose.format("facet:domain", json.dumps("news")))
         assert await page.evaluate("document.getElementById('app').dataset.shown") == "1"
         await page.evaluate(choose.format("facet:domain", json.dumps("")))
+        # It opens on the metric that ranks the leaderboard (MetricX here).
+        metric = "document.querySelector('select[data-control=\"metric\"]').value"
+        assert await page.evaluate(metric) == "metricx"
+        await page.evaluate(choose.format("metric", json.dumps("chrfpp")))
         await page.evaluate(choose.format("versus", json.dumps("bravo")))
+        # Each difference on one line.
+        lines = await page.evaluate(
+            "Array.from(document.querySelectorAll('td.difference')).map(cell => {"
+            " const range = document.createRange(); range.selectNodeContents(cell);"
+            " return range.getClientRects().length; })"
+        )
+        assert lines == [1] * SENTENCES
         header = await page.evaluate(
             "Array.from(document.querySelectorAll('table.sentences th')).map(h => h.textContent)"
         )

@@ -4,13 +4,14 @@ running workflow, a translator that hangs, and translators that return what cann
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from pathlib import Path
 
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.planning.progress import run_progress
 
-from .conftest import REPOSITORY, SNAKEFILE, Workflow
+from .conftest import REPOSITORY, SAMPLE, SNAKEFILE, Workflow
 from .workflow_configs import bounds_config, recorded, recording_model
 
 ENGLISH_OUT = [
@@ -178,3 +179,47 @@ def test_unusable_translations_are_named_in_the_last_line(
     ]
     assert sorted(last_words) == sorted(lines.values())
     assert not list((workflow.workdir / "runs").rglob("*.jsonl"))
+
+
+def test_the_plain_snakemake_console_is_a_line_per_stage(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    """`snakemake` as users type it: the job table once, a line per stage when it moves, and
+    where the results are at the end; every job's detail is in Snakemake's log."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(SAMPLE, dataset)
+    workflow.write_config(
+        {
+            "dataset": {"path": str(dataset)},
+            "limit": 6,
+            "models": [{"name": n, "translator": n} for n in ("copy-source", "reference")],
+        }
+    )
+    planned = workflow.run("--dry-run")
+    lines = _console(planned.stdout + planned.stderr)
+    # The table once (Snakemake's own writes it twice, then every rule's reasons on one line).
+    assert [line for line in lines if line.startswith("Job stats")] == ["Job stats:"], lines
+    assert len(lines) <= 20 and max(map(len, lines)) <= 100, lines
+
+    done = workflow.run()
+    lines = _console(done.stdout + done.stderr)
+    assert len(lines) <= 12, lines
+    (table,) = [line for line in lines if "jobs to run:" in line]
+    assert re.fullmatch(
+        r"bouquet-eval: \d+ jobs to run: translate (\d+), score \1, aggregate 2, leaderboard 1",
+        table,
+    ), table
+    assert lines[-2].startswith("Snakemake's full log: ")
+    assert lines[-1].startswith("bouquet-eval: results in runs/ ")
+    assert re.search(
+        r"bouquet-eval: jobs done: translate (\d+)/\1, score (\d+)/\2, aggregate 2/2,"
+        r"\s+leaderboard 1/1",
+        "\n".join(lines),
+    ), lines
+    full = Path(lines[-2].split(": ", 1)[1]).read_text(encoding="utf-8")
+    assert "rule translate_" in full and "output: runs/reference/" in full
+
+
+def _console(output: str) -> list[str]:
+    """The console's lines, without Snakemake's note of the profile it applies."""
+    return [line for line in output.splitlines() if "workflow specific profile" not in line]

@@ -17,6 +17,7 @@ from bouquet_eval.results.leaderboard import (
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 from bouquet_eval.results.trust import agreement_notes
+from bouquet_eval.translators.backends import bounds
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -44,7 +45,9 @@ def main(snakemake: SnakemakeJob) -> None:
             resampling,
         )
         lower = lower_is_better_columns(metrics)
-        board = build_leaderboard(results, columns, lower, resampling)
+        board = build_leaderboard(
+            results, columns, lower, resampling, bounds(plan.config["models"])
+        )
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
                 pd.read_csv(path), plan.config["metaeval"]["decide_by"]
@@ -65,7 +68,7 @@ def main(snakemake: SnakemakeJob) -> None:
             },
         )
         write_figures(
-            figure_paths(folder, models, columns),
+            figure_paths(folder, models, columns, [str(d) for d in plan.directions]),
             board,
             results,
             dict(zip(models, map(Path, snakemake.input.scored_rows), strict=True)),

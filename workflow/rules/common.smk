@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 from bouquet_eval.planning.checks import (
     check_own_objects,
@@ -83,10 +84,18 @@ if workflow.is_main_process:
 
 
 onerror:
-    # Snakemake's error block of each job is hidden with the rest of its job blocks (the
-    # workflow profile's quiet): say which jobs failed and where their logs are.
+    # The workflow's console (logger plugin `bouquet`) shows no job blocks: say which jobs
+    # failed and where their logs are.
     for line in failed_job_report(workflow.scheduler.failed):
         print(line, file=sys.stderr)
+
+
+onsuccess:
+    # Where the results are: the console's last line (bouquet_eval.command.console).
+    logger.info(
+        f"bouquet-eval: results in {OUTPUT_DIR}/ (leaderboard.csv, <model>/scores.csv); "
+        "the report: snakemake --report report.html"
+    )
 
 
 onstart:

@@ -24,19 +24,26 @@ rule leaderboard:
             category="2. Results by language and direction",
             labels={"figure": "every direction, every model"},
         ),
-        sentences=report(
-            FIGURES["sentences"],
-            caption="../report/sentences.rst",
-            category="3. Sentences",
-            labels={"figure": "worst and sample sentences"},
-        ),
+        # Several pages, each small enough for report.html (see views.SENTENCES_PAGE_BYTES).
+        sentences=[
+            report(
+                path,
+                caption="../report/sentences.rst",
+                category="3. Sentences",
+                labels={
+                    "languages": part.label,
+                    "page": f"{part.number} of {part.count}",
+                },
+            )
+            for part, path in FIGURES["sentences"].items()
+        ],
         heatmaps=figures_of_models("heatmaps", "../report/heatmap.rst", "4. Heatmaps"),
         distributions=[
             report(
                 path,
                 caption="../report/distributions.rst",
                 category="5. Distributions",
-                labels={"metric": column},
+                labels={"metric": METRIC_LABELS[column]},
             )
             for column, path in FIGURES["distributions"].items()
         ],

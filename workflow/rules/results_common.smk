@@ -1,5 +1,5 @@
 # Helpers and constants of the results rules (leaderboard.smk, submission.smk).
-from bouquet_eval.results.leaderboard import score_columns
+from bouquet_eval.results.leaderboard import primary_metric, score_columns
 from bouquet_eval.results.report import figure_paths
 from bouquet_eval.results.verify import claim_fingerprint
 
@@ -11,7 +11,17 @@ from snakemake.io import report as report_item
 # predicted language left out): one figure each.
 SCORE_COLUMNS = score_columns(METRICS)
 REPORT_DIR = OUTPUT_DIR / "report"
-FIGURES = figure_paths(REPORT_DIR, list(MODELS), SCORE_COLUMNS)
+# The report lists a category's figures in order of their labels: numbered, the metric that
+# ranks the leaderboard first.
+METRIC_LABELS = {
+    column: f"{number}. {column}"
+    for number, column in enumerate(
+        sorted(SCORE_COLUMNS, key=lambda c: c != primary_metric(SCORE_COLUMNS)), start=1
+    )
+}
+FIGURES = figure_paths(
+    REPORT_DIR, list(MODELS), SCORE_COLUMNS, [str(d) for d in DIRECTIONS]
+)
 
 
 def model_files(name):
@@ -27,7 +37,7 @@ def figures_of_models(kind, caption, category):
             caption=caption,
             category=category,
             subcategory=model,
-            labels={"model": model, "metric": column},
+            labels={"model": model, "metric": METRIC_LABELS[column]},
         )
         for (model, column), path in FIGURES[kind].items()
     ]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from bouquet_eval.core.home import COMMAND_VARIABLE
 from bouquet_eval.core.secrets import known_secrets, scrub
 
 SnakemakeJob = Any
@@ -48,9 +49,14 @@ def job_logging(
     Path(log_path).write_bytes(b"")
     children = contextlib.ExitStack()
     stderr = children.enter_context(_children_output_to(Path(log_path), secrets))
+    console = logging.StreamHandler(stderr)
+    # Under plain Snakemake the job's progress stays in its log, and the console shows the
+    # workflow's own lines (bouquet_eval.command.console): stderr gets warnings and errors.
+    # The `bouquet-eval` command keeps everything a job prints in its own log file.
+    console.setLevel(logging.INFO if os.environ.get(COMMAND_VARIABLE) else logging.WARNING)
     handlers: list[logging.Handler] = [
         logging.FileHandler(log_path, mode="a", encoding="utf-8"),
-        logging.StreamHandler(stderr),
+        console,
     ]
     formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", secrets)
     for handler in handlers:

@@ -112,6 +112,11 @@ class Plan:
     judged: Mapping[str, ModelPlan] = field(default_factory=dict)
     """Each judged system as a model whose translations are given: scored by the score jobs."""
 
+    def __str__(self) -> str:
+        # What Snakemake shows of a job's params (its report embeds them unescaped in a
+        # script element): a summary, with no text of the configuration.
+        return f"plan of {len(self.models)} model(s) on {len(self.directions)} direction(s)"
+
     @property
     def limit(self) -> int | None:
         return self.config["limit"]

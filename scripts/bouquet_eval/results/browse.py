@@ -22,7 +22,7 @@ from functools import cached_property
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
+from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import asset, describe_language
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ FACETS = ("domain", "register")
 """Dataset columns the page filters on, where the dataset has them."""
 NOT_SCORES = {*GROUP_COLUMNS, "uniq_id", *TEXTS, "mt_raw"}
 CACHED_DIRECTIONS = 8
+IDLE_SECONDS = 5
 
 
 class BrowseError(ValueError):
@@ -148,6 +150,8 @@ class Run:
             "models": [m.name for m in self.models],
             "metrics": metrics,
             "lower": sorted(set(metrics) & builtin_lower_is_better()),
+            # The page opens on the metric that ranks the leaderboard.
+            "primary": primary_metric(metrics) if metrics else None,
             "directions": directions,
         }
 
@@ -247,9 +251,17 @@ def _dataset_folder(folders: Sequence[Path]) -> Path | None:
 
 class Handler(BaseHTTPRequestHandler):
     run: Run
+    # A connection that sends nothing for this long is closed: idle connections do not hold
+    # the server's threads for ever.
+    timeout = IDLE_SECONDS
 
     def do_GET(self) -> None:
         url = urlparse(self.path)
+        # A page elsewhere whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends
+        # its own name as Host: only the names this server listens on are answered.
+        if self.headers.get("Host", "").lower() not in cast("Server", self.server).hosts:
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "unknown Host")
+            return
         try:
             if url.path == "/":
                 self._send("text/html; charset=utf-8", page().encode("utf-8"))
@@ -289,10 +301,22 @@ def page() -> str:
     )
 
 
-def serve(output_dir: Path, port: int) -> ThreadingHTTPServer:
+class Server(ThreadingHTTPServer):
+    """One thread per connection, on 127.0.0.1; answers only Host names of that address."""
+
+    # Connections waiting to be accepted: the standard library's 5 drops a burst of them.
+    request_queue_size = 1024
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        port = self.server_port
+        return frozenset(f"{name}:{port}" for name in ("127.0.0.1", "localhost"))
+
+
+def serve(output_dir: Path, port: int) -> Server:
     """A server for `output_dir` on 127.0.0.1 (port 0: any free one); call serve_forever."""
     handler = type("RunHandler", (Handler,), {"run": Run(output_dir)})
-    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+    return Server(("127.0.0.1", port), handler)
 
 
 def main(argv: list[str]) -> int:

@@ -3,14 +3,16 @@
 One row per model: macro means over directions of every metric with 95% intervals (sentences
 resampled within directions), the into-/out-of-/without-English breakdown of the primary
 metric, a rank, and a significance cluster from paired bootstrap tests on the primary metric.
-Models evaluated on other directions or sentences than the others are marked, not ranked.
+Models evaluated on other directions or sentences than the others are marked, not ranked;
+reference points (the references themselves, the sources copied) are listed last as the
+bounds they are, not ranked either.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,23 +102,35 @@ def build_leaderboard(
     columns: Sequence[str],
     lower_is_better: Iterable[str],
     resampling: Resampling,
+    bounds: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """The leaderboard, best model first by the primary metric (see the module docstring)."""
+    """The leaderboard, best model first by the primary metric (see the module docstring);
+    `bounds` (see `translators.backends.bounds`) are reference points, listed last as the
+    upper or lower bound they are, and not ranked."""
     if not results:
         raise ValueError("a leaderboard needs at least one model")
     columns = [c for c in columns if all(c in r.scores for r in results)]
     primary = primary_metric(columns)
     lower = set(lower_is_better)
-    notes = _incomparable(results)
+    bounds = bounds or {}
+    notes = {
+        **_incomparable(results),
+        **{name: f"a reference point, the {bound} bound, not ranked" for name, bound in
+           bounds.items()},
+    }  # fmt: skip
     statistics = {r.name: r.statistics(columns, resampling) for r in results}
     records = [_model_record(r, statistics[r.name], columns, primary) for r in results]
     for record in records:
         record["comparable"] = record["model"] not in notes
+        record["bound"] = bounds.get(record["model"], "")
         record["note"] = notes.get(record["model"], "")
     board = pd.DataFrame.from_records(records)
     ascending = primary in lower
     board = board.sort_values(
-        ["comparable", primary], ascending=[False, ascending], na_position="last", kind="stable"
+        ["comparable", "bound", primary],
+        ascending=[False, True, ascending],
+        na_position="last",
+        kind="stable",
     ).reset_index(drop=True)
     ranked = board["comparable"] & board[primary].notna()
     board.insert(

@@ -34,7 +34,13 @@ from bouquet_eval.results.leaderboard import (
     metric_columns_of,
 )
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
-from bouquet_eval.results.views import results_data, results_page, sentences_data, sentences_page
+from bouquet_eval.results.views import (
+    results_data,
+    results_page,
+    sentence_parts,
+    sentences_data,
+    sentences_pages,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -409,9 +415,11 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     rows = []
     for record in board.to_dict(orient="records"):
         ranked = not pd.isna(record["rank"])
+        bound = record.get("bound") or ""
         css = "unranked" if not ranked else f"cluster-{record['cluster']}"
+        rank = f"{bound} bound" if bound else MISSING if not ranked else str(record["rank"])
         cells = [
-            _cell(MISSING if not ranked else str(record["rank"])),
+            _cell(rank),
             _cell(record["model"], "name"),
             _cell(MISSING if pd.isna(record["cluster"]) else str(record["cluster"])),
             _cell(MISSING if pd.isna(record["p_vs_best"]) else f"{record['p_vs_best']:.3g}"),
@@ -508,13 +516,17 @@ def usage_line(timing: Mapping[str, Any]) -> str:
     return f"<p>{html.escape('; '.join(parts))}.</p>" if parts else ""
 
 
-def figure_paths(folder: Path, models: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:
-    """Where each figure goes; the workflow declares the same paths as outputs."""
+def figure_paths(
+    folder: Path, models: Sequence[str], columns: Sequence[str], directions: Sequence[str]
+) -> dict[str, Any]:
+    """Where each figure goes; the workflow declares the same paths as outputs. The sentences
+    of the run's `directions` take one page per `views.SentencePart`."""
     pairs = [(model, column) for model in models for column in columns]
+    parts = sentence_parts(directions, len(models))
     return {
         "leaderboard": folder / "leaderboard.html",
         "results": folder / "results.html",
-        "sentences": folder / "sentences.html",
+        "sentences": {part: folder / f"sentences-{part.number}.html" for part in parts},
         "heatmaps": {(m, c): folder / "heatmaps" / f"{m}.{c}.svg" for m, c in pairs},
         "distributions": {c: folder / "distributions" / f"{c}.svg" for c in columns},
         "comparison": folder / "comparison.svg",
@@ -558,7 +570,9 @@ def write_figures(
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
     sentences = sentences_data(rows, scored_rows, ordered, primary, primary in lower)
-    write_text(paths["sentences"], sentences_page(sentences, STYLE))
+    parts = list(paths["sentences"])
+    for part, text in zip(parts, sentences_pages(sentences, parts, STYLE), strict=True):
+        write_text(paths["sentences"][part], text)
     for (model, column), path in paths["heatmaps"].items():
         write_svg(path, heatmap(scores[model], column, model, lower))
     for column, path in paths["distributions"].items():

@@ -184,7 +184,8 @@ def interactive_page(
 def results_page(data: dict[str, Any], style: str) -> str:
     intro = (
         "<p>Every direction of every model. Pick a view, a metric and a model; click a column "
-        "header to sort, type in the boxes under it to filter (language names, codes, scripts "
+        "header to sort (a score: worst first, click again for best first), type in the boxes "
+        "under it to filter (language names, codes, scripts "
         "and regions are searchable). Brackets hold 95% bootstrap intervals.</p>"
     )
     return interactive_page("Results by language and direction", intro, data, "results.js", style)
@@ -303,11 +304,113 @@ def sentences_data(
     }
 
 
+# The Snakemake report (report.html) opens each page from a base64 data: URL, 4/3 of the
+# page's size, and Chromium opens none over 2 MiB: each sentences page stays under this many
+# bytes, the directions being spread over as many pages as that takes.
+SENTENCES_PAGE_BYTES = 1_400_000
+# About what one model's sentences of one direction take on a page (its worst sentences and
+# its share of the sample, with their sources and references), from BOUQuET's texts.
+BYTES_PER_MODEL_DIRECTION = 2_500
+
+
+def language_of_interest(direction: str) -> str:
+    """The language a reader of a direction looks for: the one other than English (the source
+    of a pair without English)."""
+    src, tgt = direction.split("-")
+    return tgt if src == ENGLISH else src
+
+
+@dataclass(frozen=True)
+class SentencePart:
+    """The directions of one sentences page: those of a range of languages (`language_of_interest`,
+    in order of their code)."""
+
+    number: int
+    count: int
+    directions: tuple[str, ...]
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """The first and last languages of the part."""
+        return (
+            language_of_interest(self.directions[0]),
+            language_of_interest(self.directions[-1]),
+        )
+
+    @property
+    def label(self) -> str:
+        first, last = self.languages
+        return first if first == last else f"{first} to {last}"
+
+
+def sentence_parts(directions: Sequence[str], models: int) -> list[SentencePart]:
+    """The directions of each sentences page, grouped by `language_of_interest`, each page's
+    share of `BYTES_PER_MODEL_DIRECTION` under `SENTENCES_PAGE_BYTES` (with room to spare)."""
+    by_language: dict[str, list[str]] = {}
+    for direction in sorted(directions, key=lambda d: (language_of_interest(d), d)):
+        by_language.setdefault(language_of_interest(direction), []).append(direction)
+    estimate = len(directions) * max(models, 1) * BYTES_PER_MODEL_DIRECTION
+    count = min(len(by_language), math.ceil(estimate / (0.7 * SENTENCES_PAGE_BYTES))) or 1
+    share = len(directions) / count
+    parts: list[list[str]] = [[]]
+    for group in by_language.values():
+        if parts[-1] and len(parts) < count and len(parts[-1]) + len(group) / 2 > share:
+            parts.append([])
+        parts[-1].extend(group)
+    return [SentencePart(n, len(parts), tuple(p)) for n, p in enumerate(parts, start=1)]
+
+
+def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, Any]:
+    """The sentences of `part`'s directions in `data` (see `sentences_data`), with at most
+    `worst` worst sentences per model."""
+    directions = {}
+    for name in part.directions:
+        entry = data["directions"].get(name)
+        if entry is None:
+            continue
+        kept = {model: ids[:worst] for model, ids in entry["worst"].items()}
+        wanted = {id for ids in kept.values() for id in ids} | {entry.get("sample")}
+        directions[name] = {
+            **entry,
+            "worst": kept,
+            "sentences": {k: v for k, v in entry["sentences"].items() if k in wanted},
+        }
+    languages = {code for name in directions for code in name.split("-")}
+    return {
+        **data,
+        "part": [part.number, part.count, part.label],
+        "worst": worst,
+        "languages": {c: n for c, n in data["languages"].items() if c in languages},
+        "directions": directions,
+    }
+
+
+def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart], style: str) -> list[str]:
+    """One page per part, each under `SENTENCES_PAGE_BYTES`: a part whose texts are longer
+    than foreseen shows fewer worst sentences per model (and says so)."""
+    pages = []
+    for part in parts:
+        for worst in range(WORST_SENTENCES, -1, -1):
+            text = sentences_page(part_of(data, part, worst), style)
+            if len(text.encode("utf-8")) <= SENTENCES_PAGE_BYTES:
+                break
+        pages.append(text)
+    return pages
+
+
 def sentences_page(data: dict[str, Any], style: str) -> str:
+    number, count, label = data["part"]
+    where = (
+        ""
+        if count == 1
+        else f" This page, {number} of {count}, holds the directions of {html.escape(label)} "
+        "(codes in alphabetical order; the others are on the other Sentences pages)."
+    )
     intro = (
         f"<p>For each direction: one sample sentence with every model's output, and each "
-        f"model's {WORST_SENTENCES} worst sentences on {html.escape(data['metric'])}. Every "
-        "sentence of the run is served by <code>bouquet-eval browse "
+        f"model's {data['worst']} worst sentences on {html.escape(data['metric'])}.{where} "
+        "Every sentence of the run is served by <code>bouquet-eval browse "
         "&lt;output_dir&gt;</code>.</p>"
     )
-    return interactive_page("Sentences", intro, data, "sentences.js", style, tables=False)
+    title = "Sentences" if count == 1 else f"Sentences: {label}"
+    return interactive_page(title, intro, data, "sentences.js", style, tables=False)

@@ -15,7 +15,7 @@ same defaults) and against config/README.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -63,6 +63,9 @@ class Backend:
     """The setting that says how many GPUs a job needs; None: `default_gpus`."""
     default_gpus: int = 0
     """GPUs when no setting says; 0 as well whenever its `device` setting is `cpu`."""
+    bound: str = ""
+    """"upper" or "lower" for a reference point rather than a model: reported as that bound of
+    the scores, never ranked nor offered first in a menu."""
     cpus: int = 1
     """CPUs one of its translate jobs keeps busy (the job's threads, Slurm's CPUs per task): 1
     for a translator that copies, reads files or waits on a server, so that a local run
@@ -133,8 +136,12 @@ def _seq2seq(
 
 BACKENDS: Mapping[str, Backend] = MappingProxyType(
     {
-        "copy-source": Backend("bouquet_eval.translators.bounds:CopySource", takes_prompts=False),
-        "reference": Backend("bouquet_eval.translators.bounds:Reference", takes_prompts=False),
+        "copy-source": Backend(
+            "bouquet_eval.translators.bounds:CopySource", takes_prompts=False, bound="lower"
+        ),
+        "reference": Backend(
+            "bouquet_eval.translators.bounds:Reference", takes_prompts=False, bound="upper"
+        ),
         "provided": Backend(
             "bouquet_eval.translators.provided:ProvidedTranslations",
             {"path": _setting(_STRING)},
@@ -345,3 +352,9 @@ def model_environment(model: Mapping[str, Any]) -> str:
     """The software environment (envs/<name>.yaml) of the model's translate jobs."""
     backend = BACKENDS.get(model["translator"])
     return backend.environment if backend else "workflow"
+
+
+def bounds(models: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The reference points among model entries: name -> "upper" or "lower" (`Backend.bound`)."""
+    found = {m["name"]: getattr(BACKENDS.get(m["translator"]), "bound", "") for m in models}
+    return {name: bound for name, bound in found.items() if bound}

@@ -81,7 +81,8 @@
       if (state.versus) {
         const difference = (score(row, state.versus) ?? NaN) - (score(row, state.model) ?? NaN);
         const better = (lower() ? -1 : 1) * difference;
-        cells.push(element("td", { class: better > 0 ? "gain" : better < 0 ? "loss" : "" },
+        cells.push(element("td", { class: "difference " +
+          (better > 0 ? "gain" : better < 0 ? "loss" : "") },
           [isNaN(difference) ? "–" : (difference > 0 ? "+" : "") + format(difference)]));
       }
       return element("tr", { "data-id": row.uniq_id }, cells);
@@ -110,7 +111,7 @@
 
   async function start() {
     info = await (await fetch("/api/directions")).json();
-    state.metric = info.metrics[0] || "";
+    state.metric = info.primary || info.metrics[0] || "";
     state.model = info.models[0];
     const names = Object.keys(info.directions);
     const list = element("datalist", { id: "directions" }, names.map((name) => {

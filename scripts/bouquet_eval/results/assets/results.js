@@ -34,14 +34,15 @@
     const interval = row[cell.getField() + "~ci"];
     const text = number(value, state.metric);
     if (!interval || interval[0] === null) return text;
-    return text + ' <span class="interval">[' + number(interval[0], state.metric) + "–" +
+    // The interval under the score: five models' columns fit beside the report's menu.
+    return text + '<br><span class="interval">[' + number(interval[0], state.metric) + "–" +
       number(interval[1], state.metric) + "]</span>";
   }
 
   function scoreColumn(title, field) {
     return {
       title: title, field: field, formatter: scoreCell, hozAlign: "right", sorter: "number",
-      headerFilter: false, headerSortStartingDir: lower.has(state.metric) ? "asc" : "desc",
+      headerFilter: false, headerSortStartingDir: lower.has(state.metric) ? "desc" : "asc",
     };
   }
 
@@ -98,6 +99,7 @@
   function directionRow(src, tgt, count) {
     const row = withLanguage(withLanguage({ direction: src + "-" + tgt }, "src_", src), "tgt_", tgt);
     row.kind = src === english ? "out of English" : tgt === english ? "into English" : "regional";
+    row.languages = row.src_name + " → " + row.tgt_name;
     row.sentences = count;
     return row;
   }
@@ -105,11 +107,12 @@
   function directionColumns() {
     return [
       { title: "direction", field: "direction", headerFilter: "input", frozen: true },
-      { title: "source", field: "src_name", headerFilter: "input" },
-      { title: "target", field: "tgt_name", headerFilter: "input" },
-      { title: "kind", field: "kind", headerFilter: "list",
+      { title: "languages", field: "languages", headerFilter: "input", maxWidth: 220,
+        formatter: "textarea" },
+      { title: "kind", field: "kind", headerFilter: "list", maxWidth: 120,
         headerFilterParams: { values: ["", "into English", "out of English", "regional"] } },
-      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number" },
+      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number",
+        maxWidth: 95 },
     ];
   }
 
