@@ -24,13 +24,18 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_i
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.judgements import (
     JudgementError,
+    JudgementSource,
     check_judgements,
+    judged_systems,
     read_table,
     resolve_judgements,
 )
+from bouquet_eval.results import agreement as agreement_module
 from bouquet_eval.results.agreement import (
+    Agreement,
     Items,
     acc_eq,
+    agreement,
     kendall_tau_b,
     pearson,
     permutation_p,
@@ -47,6 +52,7 @@ from bouquet_eval.results.trust import (
     trust_data,
     trust_page,
 )
+from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 from . import browser
 from .conftest import SAMPLE, Workflow
@@ -155,15 +161,20 @@ def test_acc_eq_equals_the_reference(seed: int) -> None:
     assert abs(epsilon - expected_epsilon) < TOLERANCE
 
 
-def test_permutation_test_equals_the_reference() -> None:
+@pytest.mark.parametrize("chunk_cells", [agreement_module.TRIAL_CELLS, 100])
+def test_permutation_test_equals_the_reference(
+    chunk_cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agreement_module, "TRIAL_CELLS", chunk_cells)
     rng = np.random.default_rng(3)
     human = rng.integers(1, 6, 60).astype(float)
-    good = human + rng.normal(scale=1.0, size=60)
-    poor = human + rng.normal(scale=3.0, size=60)
+    good = (human + rng.normal(scale=1.0, size=60)).round()  # ties in both
+    poor = (human + rng.normal(scale=3.0, size=60)).round()
     items = np.repeat(np.arange(15), 4)
     for statistic, function in (
         ("kendall", lambda h, m: scipy_stats.kendalltau(m, h).statistic),
         ("pearson", lambda h, m: scipy_stats.pearsonr(m, h).statistic),
+        ("spearman", lambda h, m: scipy_stats.spearmanr(m, h).statistic),
         ("acc_eq", lambda h, m: reference_acc_eq(h, m, items)[0]),
     ):
         trials = 30 if statistic == "acc_eq" else 200
@@ -250,6 +261,38 @@ def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
     assert abs(row["kendall_low"] - low) < TOLERANCE and abs(row["kendall_high"] - high) < TOLERANCE
 
 
+@pytest.mark.parametrize("rounding", [None, 0])
+def test_resampled_statistics_equal_the_loop_over_resampled_rows(rounding: int | None) -> None:
+    """All resamples at once (weights) give what each resample's rows give to `agreement`,
+    for one direction and for a pool, with ties in both scores when rounded."""
+    table = checked(synthetic_judgements(segments=9))
+    rng = np.random.default_rng(2)
+    metric = table["human"].to_numpy() + rng.normal(scale=1.5, size=len(table))
+    if rounding is not None:
+        metric = metric.round(rounding)
+    direction = (table["src_lang"] + "-" + table["tgt_lang"]).to_numpy()
+    for rows in (np.flatnonzero(direction == DIRECTIONS[0]), np.arange(len(table))):
+        part = table.iloc[rows]
+        human = part["human"].to_numpy(float)
+        items = pd.factorize(part["src_lang"] + part["tgt_lang"] + part["segment"], sort=True)[0]
+        systems = pd.factorize(part["system"], sort=True)[0]
+        groups = pd.factorize(part["src_lang"] + part["tgt_lang"], sort=True)[0]
+        draws = Resampling(bootstrap_resamples=60).bootstrap_weights(items.max() + 1)
+        draws[0, : items.max()] = 0  # a resample of one item: statistics undefined
+        batched = resampled_statistics(human, metric[rows], items, systems, groups, draws)
+        grouped = Items.of(items)
+        for trial, counts in enumerate(draws):
+            picked, copies = grouped.resample(counts)
+            one = agreement(
+                human[picked], metric[rows][picked], copies, systems[picked], groups[picked]
+            )
+            expected = np.array([getattr(one, name) for name in Agreement.statistics()])
+            got = batched[:, trial]
+            assert (np.isnan(expected) == np.isnan(got)).all(), (trial, expected, got)
+            finite = np.isfinite(expected)
+            assert np.abs(expected[finite] - got[finite]).max(initial=0) < TOLERANCE, trial
+
+
 def test_items_resample_keeps_copies_apart() -> None:
     grouped = Items.of(np.array([2, 0, 2, 1, 0]))
     rows, copies = grouped.resample(np.array([0, 2, 1]))
@@ -264,15 +307,32 @@ def test_items_resample_keeps_copies_apart() -> None:
 def test_every_table_format_reads_the_same(tmp_path: Path, suffix: str) -> None:
     frame = synthetic_judgements(segments=3)
     path = tmp_path / f"judged{suffix}"
-    if suffix == ".parquet":
-        frame.to_parquet(path)
-    elif suffix == ".jsonl":
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
-    else:
-        frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+
+    def write(frame: pd.DataFrame) -> None:
+        if suffix == ".parquet":
+            frame.to_parquet(path)
+        elif suffix == ".jsonl":
+            frame.to_json(path, orient="records", lines=True, force_ascii=False)
+        else:
+            frame.to_csv(path, sep="," if suffix == ".csv" else "\t", index=False)
+
+    write(frame)
     table = check_judgements(read_table(path), path, DEFAULT_COLUMNS)
     assert table["human"].tolist() == frame["score"].astype(float).tolist()
     assert table["segment"].tolist() == frame["uniq_id"].tolist()
+    # A job's process plans from the three columns alone, as the main process from the
+    # checked table; it does not check the rest (a bad score there is the main process's).
+    source = JudgementSource((path,), DEFAULT_COLUMNS, True, {"path": str(path)})
+    directions = [Direction(*name.split("-")) for name in DIRECTIONS]
+    planned = judged_systems(source, directions, tmp_path, check=True)
+    assert judged_systems(source, directions, tmp_path, check=False) == planned
+    assert sorted(planned) == sorted(frame["system"].unique())
+    frame["score"] = frame["score"].astype(str)
+    frame.loc[0, "score"] = "n/a"
+    write(frame)
+    with pytest.raises(JudgementError, match="row 1, field score"):
+        judged_systems(source, directions, tmp_path, check=True)
+    assert judged_systems(source, directions, tmp_path, check=False) == planned
 
 
 def test_faults_are_named_by_file_row_and_field(tmp_path: Path) -> None:

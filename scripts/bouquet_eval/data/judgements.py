@@ -96,6 +96,19 @@ class JudgementSource:
         _check_repeats(table)
         return table
 
+    def planned_rows(self) -> pd.DataFrame:
+        """Only what planning needs, unchecked: each row's system, src_lang and tgt_lang, read
+        from the files' three columns. For the processes of jobs, whose main process has
+        checked the whole table (`load`) before starting any of them."""
+        import pandas as pd
+
+        fields = ("system", "src_lang", "tgt_lang")
+        names = [str(self.columns[field]) for field in fields]
+        return pd.concat(
+            [read_table(path, names)[names].set_axis(fields, axis=1) for path in self.files],
+            ignore_index=True,
+        )
+
 
 def resolve_judgements(
     settings: Mapping[str, Any], home: Mapping[str, str] | None = None, *, fetch: bool = True
@@ -168,21 +181,28 @@ def _repository_folders(revision: str, commit: str) -> str:
     return "top-level entries " + ", ".join(folders[:20])
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """A parquet, CSV, TSV or JSON Lines table, every value as stored (CSV cells as text)."""
+def read_table(path: Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A parquet, CSV, TSV or JSON Lines table, every value as stored (CSV cells as text);
+    only `columns` where given (JSON Lines is read whole, then cut)."""
     import pandas as pd
 
     kind = TABLE_SUFFIXES.get(path.suffix.lower())
+    wanted = None if columns is None else list(columns)
     try:
         if kind == "parquet":
-            return pd.read_parquet(path)
+            return pd.read_parquet(path, columns=wanted)
         if kind in ("csv", "tsv"):
             # Text, so that a score such as "n/a" is named rather than turned into NaN.
             return pd.read_csv(
-                path, sep="," if kind == "csv" else "\t", dtype=str, keep_default_na=False
+                path,
+                sep="," if kind == "csv" else "\t",
+                dtype=str,
+                keep_default_na=False,
+                usecols=wanted,
             )
         if kind == "jsonl":
-            return pd.read_json(path, lines=True, dtype=False)
+            whole = pd.read_json(path, lines=True, dtype=False)
+            return whole if wanted is None else whole[wanted]
     except (ValueError, OSError) as error:
         raise JudgementError(
             f"judgements file {path}: not a readable {kind} table ({error})"
@@ -349,11 +369,16 @@ SYSTEMS_FOLDER = "systems"
 
 
 def judged_systems(
-    judgements: JudgementSource, known_directions: Iterable[Direction], output_dir: Path
+    judgements: JudgementSource,
+    known_directions: Iterable[Direction],
+    output_dir: Path,
+    *,
+    check: bool = True,
 ) -> dict[str, tuple[Path, list[Direction]]]:
     """Each judged system's folder (<output_dir>/metaeval/systems/<name>) and its directions,
-    from the checked table; two systems whose names make one folder name are an error."""
-    table = judgements.load(known_directions)
+    from the checked table (read, not checked again, where `check` is False: in a job, whose
+    main process checked it); two systems whose names make one folder name are an error."""
+    table = judgements.load(known_directions) if check else judgements.planned_rows()
     found: dict[str, tuple[Path, list[Direction]]] = {}
     folders: dict[Path, str] = {}
     for system, rows in table.groupby("system", sort=True):

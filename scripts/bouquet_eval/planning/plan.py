@@ -242,8 +242,9 @@ def load_plan(
     judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
     judged = {}
     if judgements is not None:
+        # Checked whole by the main process only (it fetches), before any job starts.
         for system, (folder, system_directions) in judged_systems(
-            judgements, dataset.directions(), output_dir
+            judgements, dataset.directions(), output_dir, check=fetch
         ).items():
             # Named apart from the models, whose rules and logs share the namespace.
             judged[system] = ModelPlan(

@@ -308,11 +308,101 @@ def permutation_p(
     masks = swap_masks(seed, trials, human.size)
     at_least = 0
     tolerance = 1e-9 * max(abs(observed), 1.0)
-    for mask in masks:
-        swapped_a = np.where(mask, b, a)
-        swapped_b = np.where(mask, a, b)
-        delta = segment_statistic(statistic, human, swapped_a, items) - segment_statistic(
-            statistic, human, swapped_b, items
-        )
-        at_least += bool(delta >= observed - tolerance)
+    swapped_acc_eq = _SwappedAccEq(human, a, b, items) if statistic == "acc_eq" else None
+    width = 4 * swapped_acc_eq.first.size if swapped_acc_eq else human.size
+    step = max(1, TRIAL_CELLS // max(width, 1))
+    for start in range(0, trials, step):
+        mask = masks[start : start + step]
+        if swapped_acc_eq is not None:
+            delta = swapped_acc_eq.deltas(mask)
+        else:
+            delta = _trial_statistics(statistic, human, np.where(mask, b, a)) - _trial_statistics(
+                statistic, human, np.where(mask, a, b)
+            )
+        at_least += int((delta >= observed - tolerance).sum())
     return observed, (at_least + 1) / (trials + 1)
+
+
+TRIAL_CELLS = 4_000_000
+"""Permutation trials are computed in chunks of about this many (trial, row) cells."""
+
+
+def _trial_statistics(statistic: str, human: np.ndarray, metrics: np.ndarray) -> np.ndarray:
+    """`segment_statistic` of each row of `metrics` (trials, rows) against `human`: Pearson and
+    Spearman for all trials at once; Kendall's tau-b trial by trial."""
+    if statistic == "kendall":
+        return np.array([kendall_tau_b(row, human) for row in metrics])
+    if statistic == "spearman":
+        metrics, human = _rows_average_ranks(metrics), average_ranks(human)
+    dx = metrics - metrics.mean(axis=1, keepdims=True)
+    dy = human - human.mean()
+    denominator = np.sqrt((dx * dx).sum(axis=1) * (dy @ dy))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (dx @ dy) / denominator
+    return np.where((human.size >= 2) & (denominator > 0), r, np.nan)
+
+
+def _rows_average_ranks(values: np.ndarray) -> np.ndarray:
+    """`average_ranks` of each row."""
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    n = values.shape[1]
+    positions = np.broadcast_to(np.arange(n), values.shape)
+    new_run = np.c_[np.ones((len(values), 1), bool), ordered[:, 1:] != ordered[:, :-1]]
+    run_start = np.maximum.accumulate(np.where(new_run, positions, 0), axis=1)
+    run_end = np.c_[new_run[:, 1:], np.ones((len(values), 1), bool)]
+    # The end (exclusive) of each position's run: the next run's start, found from the right.
+    ends = np.where(run_end, positions + 1, n)
+    run_stop = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, (run_start + run_stop + 1) / 2.0, axis=1)
+    return ranks
+
+
+class _SwappedAccEq:
+    """acc-eq of the two metrics in many permutation trials, sorting once: a trial takes each
+    score from one metric or the other, so the metric's difference over a pair is one of four
+    candidates (first row's score from `a` or `b`, second row's the same), all sorted by gap
+    once. A trial weighs each pair's candidate 1 and the others 0; the right pairs at each
+    candidate epsilon are then cumulative sums, and the best count is the best over the
+    candidates (one that a trial does not take counts as the one below it), as `acc_eq`'s."""
+
+    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, items: np.ndarray):
+        self.first, self.second = item_pairs(items)
+        first, second = self.first, self.second
+        human_delta = human[first] - human[second]
+        # Candidate c (0..3): the first row's score from b where c >= 2, the second's where c
+        # is odd; candidate c of pair p is column c * pairs + p.
+        metric_delta = np.concatenate(
+            [(b if c >= 2 else a)[first] - (b if c % 2 else a)[second] for c in range(4)]
+        )
+        human_delta = np.tile(human_delta, 4)
+        gap = np.abs(metric_delta)
+        order = np.argsort(gap, kind="stable")
+        self.position = np.empty(order.size, np.int64)
+        self.position[order] = np.arange(order.size)
+        self.human_tie = (human_delta == 0)[order]
+        same = np.sign(human_delta) == np.sign(metric_delta)
+        self.agrees = ((human_delta != 0) & same & (metric_delta != 0))[order]
+        sorted_gap = gap[order]
+        self.last_of_gap = np.r_[sorted_gap[1:] != sorted_gap[:-1], True]
+
+    def deltas(self, masks: np.ndarray) -> np.ndarray:
+        """Per trial (row of `masks`): acc-eq of the swapped `a` minus that of swapped `b`."""
+        pairs = self.first.size
+        if not pairs:
+            return np.full(len(masks), np.nan)
+        candidate = 2 * masks[:, self.first].astype(np.int64) + masks[:, self.second]
+        columns = candidate * pairs + np.arange(pairs)
+        # Swapped b takes from each row the other metric's score: candidate 3 - c.
+        return self._accuracy(columns) - self._accuracy((3 - candidate) * pairs + np.arange(pairs))
+
+    def _accuracy(self, columns: np.ndarray) -> np.ndarray:
+        taken = np.zeros((len(columns), self.position.size), bool)
+        np.put_along_axis(taken, self.position[columns], True, axis=1)
+        all_agreeing = (taken & self.agrees).sum(axis=1)
+        # Right at epsilon: the ties people make too, up to it, and the agreeing pairs above.
+        change = taken * (self.human_tie.astype(np.int8) - self.agrees)
+        correct = np.cumsum(change, axis=1, dtype=np.int32)[:, self.last_of_gap]
+        best = all_agreeing + correct.max(axis=1)
+        return np.maximum(best, all_agreeing) / self.first.size

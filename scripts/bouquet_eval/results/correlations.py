@@ -35,6 +35,7 @@ from bouquet_eval.results.agreement import (
 )
 from bouquet_eval.results.leaderboard import lower_is_better_columns, score_columns
 from bouquet_eval.results.mtme import reference_free_columns
+from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 ENGLISH = "eng_Latn"
 POOLS = ("all", "into_english", "out_of_english")
@@ -218,13 +219,12 @@ def _intervals(
         for group in np.unique(item_groups):
             inside = np.flatnonzero(item_groups == group)
             draws[:, inside] = resampling.bootstrap_weights(inside.size)
-        for trial, counts in enumerate(draws):
-            picked, copies = grouped.resample(counts)
-            chosen = rows[picked]
-            result = agreement(
-                human[chosen], metric[chosen], copies, systems[chosen], groups[chosen]
-            )
-            resampled[:, trial] = [getattr(result, name) for name in statistics]
+        # Item codes 0..K-1 in the order of `grouped`, the columns of `draws`.
+        item_codes = np.empty(rows.size, np.int64)
+        item_codes[grouped.order] = np.repeat(np.arange(grouped.starts.size), grouped.sizes)
+        resampled = resampled_statistics(
+            human[rows], metric[rows], item_codes, systems[rows], groups[rows], draws
+        )
     low, high = {}, {}
     for name, samples in zip(statistics, resampled, strict=True):
         # A resample may leave a statistic undefined (one system left, a constant score).
