@@ -55,7 +55,7 @@ def test_defaults_are_filled() -> None:
         (lambda c: c.update(unknown=1), "at '(top level)': Additional properties are not allowed"),
         (lambda c: c.update(dataset={"revison": "x"}), "at 'dataset': Additional properties"),
         (lambda c: c.update(shards=0), "at 'shards'"),
-        (lambda c: c.update(metrics=["comet"]), "at 'metrics[0]': 'comet' is not one of"),
+        (lambda c: c.update(metrics=["bertscore"]), "at 'metrics[0]': 'bertscore' is not one of"),
         (lambda c: c["models"][0].update(name="a/b"), "at 'models[0].name'"),
         (lambda c: c["models"][0].update(translator="nope"), "at 'models[0].translator'"),
         (lambda c: c["models"][0].update(model="x"), "'model' is not one of ['name'"),

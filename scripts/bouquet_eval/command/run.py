@@ -256,7 +256,7 @@ def run_leaderboard(args: argparse.Namespace, extra: Sequence[str]) -> int:
         "leaderboard",
         args,
         runs,
-        [*common, "leaderboard", *extra, "--configfile", str(config_file)],
+        [*common, "results", *extra, "--configfile", str(config_file)],
         [*common, "--report", str(runs / REPORT), *extra, "--configfile", str(config_file)],
     )
 
