@@ -7,6 +7,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -25,14 +26,21 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
-from bouquet_eval.results.browse import IDLE_SECONDS, serve
+from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
+from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
 from bouquet_eval.results.report import dense_languages, run_page, timing_figure
 from bouquet_eval.results.views import describe_language
 
 from . import browser
 from .leaderboard_models import SMALL, synthetic_model
-from .synthetic import ENGLISH, bouquet_shaped_directions, write_shaped_run
+from .synthetic import (
+    ENGLISH,
+    bouquet_shaped_directions,
+    synthetic_directions,
+    write_model_run,
+    write_shaped_run,
+)
 
 MODELS = ["alpha", "bravo", "charlie", "delta", "echo"]
 SENTENCES = 3
@@ -419,6 +427,94 @@ async def _browse(server: str) -> None:
         assert scores == sorted(scores)
         assert page.errors == []
         assert all(url.startswith(server) for url in page.requests)
+
+
+# --- xCOMET's error spans ------------------------------------------------------------------
+
+PAYLOAD = "<img src=x onerror=window.injected=1>"
+# The emoji is two UTF-16 units but one character of xCOMET's offsets: the marks after it
+# land on the right words only if the page counts as Python does.
+MARKED = f"\U0001f600 the cat {PAYLOAD} sat on the mat"
+
+
+def span(text: str, start: int, end: int, severity: str = "minor") -> dict[str, Any]:
+    return {"text": text, "start": start, "end": end, "severity": severity, "confidence": 0.5}
+
+
+def test_error_spans_are_placed_by_their_offsets_or_else_by_their_text() -> None:
+    spans = [
+        span(" cat", 5, 9),  # xCOMET's text may carry the space before the word
+        span(PAYLOAD, 0, 3, "critical"),  # offsets that do not hold the text: searched
+        span("dog", 40, 43, "major"),  # nowhere in the translation: listed, not marked
+    ]
+    placed = placed_spans(MARKED, json.dumps(spans))
+    marks = {p["text"]: (p["start"], p["end"]) for p in placed}
+    assert MARKED[slice(*marks[" cat"])] == "cat"
+    assert MARKED[slice(*marks[PAYLOAD])] == PAYLOAD
+    assert marks["dog"] == (None, None)
+    assert [p["severity"] for p in placed] == ["minor", "critical", "major"]
+    # A span overlapping one already marked is listed alone; no spans, nothing to show.
+    twice = placed_spans(MARKED, json.dumps([span("the cat", 2, 9), span("cat", 6, 9)]))
+    assert [(p["start"], p["end"]) for p in twice] == [(2, 9), (None, None)]
+    assert placed_spans(MARKED, None) == placed_spans(MARKED, "[]") == []
+
+
+@pytest.fixture
+def spanned(tmp_path: Path) -> Path:
+    """Two models of three directions; alpha scored by xCOMET, its first sentence with spans."""
+    directions = synthetic_directions(3)
+    for number, model in enumerate(["alpha", "bravo"]):
+        write_model_run(tmp_path / model, directions, SENTENCES, shift=-3.0 * number, seed=number)
+    path = tmp_path / "alpha" / "scored_rows.parquet"
+    rows = pd.read_parquet(path)
+    rows["xcomet_error_spans"] = "[]"
+    rows.loc[0, "mt_text"] = MARKED
+    rows.loc[0, "xcomet_error_spans"] = json.dumps(
+        [span(" cat", 5, 9), span(PAYLOAD, 0, 3, "critical"), span("mat", 34, 37, "major")]
+    )
+    rows.to_parquet(path, index=False, row_group_size=ROW_GROUP_ROWS)
+    return tmp_path
+
+
+def test_the_browser_marks_xcomets_error_spans_as_text(spanned: Path, chromium: None) -> None:
+    asyncio.run(_spans(spanned))
+
+
+async def _spans(output_dir: Path) -> None:
+    httpd = serve(output_dir, 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    direction = synthetic_directions(1)[0].name
+    try:
+        async with browser.chromium() as page:
+            await page.open(f"http://127.0.0.1:{httpd.server_port}/?direction={direction}")
+            await page.wait_for("document.getElementById('app').dataset.ready === 'true'")
+            marks = await page.evaluate(
+                "Array.from(document.querySelectorAll('tr[data-id=\"s0\"] mark'))"
+                ".map(m => [m.textContent, m.className, m.title])"
+            )
+            assert marks == [
+                ["cat", "error minor", "minor error, confidence 0.500"],
+                [PAYLOAD, "error critical", "critical error, confidence 0.500"],
+                ["mat", "error major", "major error, confidence 0.500"],
+            ]
+            listed = await page.evaluate(
+                "Array.from(document.querySelectorAll('tr[data-id=\"s0\"] ul.spans li'))"
+                ".map(li => li.textContent)"
+            )
+            assert listed[1] == f"critical (0.500): {PAYLOAD}"
+            # The payload is text: no image element, nothing ran, nothing fetched.
+            assert await page.evaluate("document.querySelectorAll('#sentences img').length") == 0
+            assert await page.evaluate("window.injected === undefined")
+            # Only alpha's first sentence has spans; bravo's cells show its text unmarked.
+            assert await page.evaluate("document.querySelectorAll('mark').length") == 3
+            # Kept where BOUQUET_EVAL_SHOTS names a folder, to look at.
+            shots = Path(os.environ.get("BOUQUET_EVAL_SHOTS", output_dir))
+            await page.screenshot(shots / "spans.png")
+            assert page.errors == []
+            assert all(url.startswith("http://127.0.0.1") for url in page.requests)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:

@@ -2,7 +2,8 @@
 
 For a direction: every sentence with its source, reference, each model's output and its
 per-sentence scores; a model's worst sentences first; two models side by side with their
-differences; filters by the dataset's `domain` and `register`. The server listens on
+differences; xCOMET's error spans marked in the translation they were found in; filters by
+the dataset's `domain` and `register`. The server listens on
 127.0.0.1 only and reads the run's files where they are: each model's scored_rows.parquet
 (only the row groups that hold the direction, found once from the two language columns) and,
 for domain and register, the dataset file of the direction that the model's manifest names.
@@ -41,6 +42,8 @@ TEXTS = ("src_text", "ref_text", "mt_text")
 FACETS = ("domain", "register")
 """Dataset columns the page filters on, where the dataset has them."""
 NOT_SCORES = {*GROUP_COLUMNS, "uniq_id", *TEXTS, "mt_raw"}
+SPANS = "xcomet_error_spans"
+"""xCOMET's label column: a JSON list per sentence of the errors in its translation."""
 CACHED_DIRECTIONS = 8
 IDLE_SECONDS = 5
 
@@ -57,6 +60,11 @@ class Model:
         self.path = path
         self.schema = pq.read_schema(path)
         self.row_groups = _row_groups(path)
+
+    @property
+    def shown_columns(self) -> list[str]:
+        """Per model on the page: its translation, scores and, where scored, error spans."""
+        return ["mt_text", *self.score_columns, *([SPANS] if SPANS in self.schema.names else [])]
 
     @cached_property
     def score_columns(self) -> list[str]:
@@ -167,20 +175,26 @@ class Run:
         except ValueError as error:
             raise BrowseError(str(error)) from None
         first, *others = self.models
-        table = first.direction(src, tgt, ["src_text", "ref_text", "mt_text", *first.score_columns])
+        table = first.direction(src, tgt, ["src_text", "ref_text", *first.shown_columns])
         if table.empty:
             raise BrowseError(f"direction {direction} is not in this run")
         table = table.rename(columns=_suffixed(first))
         for model in others:
-            rows = model.direction(src, tgt, ["mt_text", *model.score_columns])
+            rows = model.direction(src, tgt, model.shown_columns)
             table = table.merge(rows.rename(columns=_suffixed(model)), on="uniq_id", how="left")
         facets = self._facets(direction)
         if facets is not None:
             table = table.merge(facets, on="uniq_id", how="left")
+        records = json.loads(table.to_json(orient="records", force_ascii=False))
+        for model in self.models:
+            if SPANS in model.schema.names:
+                key = f"{SPANS}|{model.name}"
+                for row in records:
+                    row[key] = placed_spans(row.get(f"mt_text|{model.name}"), row.get(key))
         result = {
             "direction": direction,
             "facets": [c for c in FACETS if c in table],
-            "rows": json.loads(table.to_json(orient="records", force_ascii=False)),
+            "rows": records,
         }
         with self._lock:
             self._cache[direction] = result
@@ -202,7 +216,57 @@ class Run:
 
 
 def _suffixed(model: Model) -> dict[str, str]:
-    return {c: f"{c}|{model.name}" for c in ("mt_text", *model.score_columns)}
+    return {c: f"{c}|{model.name}" for c in model.shown_columns}
+
+
+def placed_spans(translation: str | None, spans: str | None) -> list[dict[str, Any]]:
+    """One translation's xCOMET error spans (its JSON list), each with the `start` and `end`
+    where the page marks it, in characters (code points) of the translation, in the order of
+    the translation; a span listed beside the sentence but not marked has None for both and
+    comes last.
+
+    xCOMET's offsets come from its tokenizer's offset mapping on the translation as scored
+    (mt_text), so they are used where they hold the span's text; its `text` is decoded from
+    subword tokens and may differ by the space before a word, hence the comparison without
+    surrounding spaces. Where the offsets do not hold the text (another tokenizer, a text
+    cleaned after scoring), the span's text is searched for instead: its first occurrence
+    that no other mark covers. A span found nowhere, or overlapping a mark, is listed alone."""
+    if not spans:
+        return []
+    text = translation or ""
+    entries = json.loads(spans)
+    marks: dict[int, tuple[int, int]] = {}
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in marks.values())
+
+    searched = []
+    for number, span in enumerate(entries):
+        wanted = str(span["text"]).strip()
+        start, end = int(span["start"]), int(span["end"])
+        if wanted and 0 <= start <= end <= len(text) and text[start:end].strip() == wanted:
+            start += text[start:end].index(wanted)  # without the spaces around it
+            if free(start, start + len(wanted)):
+                marks[number] = (start, start + len(wanted))
+        elif wanted:
+            searched.append((number, wanted))
+    for number, wanted in searched:
+        found = text.find(wanted)
+        while found >= 0 and not free(found, found + len(wanted)):
+            found = text.find(wanted, found + 1)
+        if found >= 0:
+            marks[number] = (found, found + len(wanted))
+    placed = [
+        {
+            "text": str(span["text"]),
+            "severity": str(span["severity"]),
+            "confidence": float(span["confidence"]),
+            "start": marks[number][0] if number in marks else None,
+            "end": marks[number][1] if number in marks else None,
+        }
+        for number, span in enumerate(entries)
+    ]
+    return sorted(placed, key=lambda p: (p["start"] is None, p["start"] or 0))
 
 
 def _number(value: Any) -> Any:

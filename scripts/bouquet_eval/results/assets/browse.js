@@ -65,6 +65,33 @@
       ...facets, element("label", {}, ["search ", search]));
   }
 
+  const SEVERITIES = new Set(["minor", "major", "critical"]);
+  const spanTitle = (span) => span.severity + " error, confidence " + format(span.confidence);
+
+  const severity = (span) => SEVERITIES.has(span.severity) ? span.severity : "other";
+
+  // A translation with xCOMET's error spans marked where the server placed them (code point
+  // offsets, hence Array.from); every text goes in as a text node.
+  function marked(text, spans) {
+    const points = Array.from(text);
+    const nodes = [];
+    let at = 0;
+    spans.filter((span) => span.start !== null).sort((a, b) => a.start - b.start)
+      .forEach((span) => {
+        nodes.push(points.slice(at, span.start).join(""),
+          element("mark", { class: "error " + severity(span), title: spanTitle(span) },
+            [points.slice(span.start, span.end).join("")]));
+        at = span.end;
+      });
+    return nodes.concat([points.slice(at).join("")]);
+  }
+
+  // The spans listed under the translation's score, those not found in it included.
+  const spanList = (spans) => element("ul", { class: "spans" }, spans.map((span) =>
+    element("li", { class: severity(span) }, [span.severity + " (" + format(span.confidence) +
+      "): ", element("q", {}, [span.text.trim()]),
+      span.start === null ? " (not found in the translation)" : ""])));
+
   function drawTable() {
     if (!current) return;
     const rows = ordered(visible());
@@ -76,8 +103,12 @@
       const cells = keys.map((text) => element("td", { class: "key" }, [String(text)])).concat(
         [row.src_text, row.ref_text].map((text) =>
           element("td", { dir: "auto" }, [String(text ?? "")])));
-      models.forEach((model) => cells.push(element("td", { dir: "auto" }, [row["mt_text|" + model] || "",
-        element("br"), element("span", { class: "score" }, [format(score(row, model))])])));
+      models.forEach((model) => {
+        const spans = row["xcomet_error_spans|" + model] || [];
+        cells.push(element("td", { dir: "auto" }, marked(row["mt_text|" + model] || "", spans)
+          .concat([element("br"), element("span", { class: "score" },
+            [format(score(row, model))])], spans.length ? [spanList(spans)] : [])));
+      });
       if (state.versus) {
         const difference = (score(row, state.versus) ?? NaN) - (score(row, state.model) ?? NaN);
         const better = (lower() ? -1 : 1) * difference;
