@@ -137,12 +137,10 @@ def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_pa
     run = workflow.run(
         "-n", "--profile", str(REPOSITORY / "profiles" / "slurm"), "--quiet", "progress"
     )
-    jobs: dict[str, str] = {}
-    for block in (run.stdout + run.stderr).split("[")[1:]:
-        rule = re.search(r"(?:local)?rule (\S+):", block)
-        if rule:
-            asked = re.search(r"resources: (.*)", block)
-            jobs.setdefault(rule.group(1), asked.group(1) if asked else "")
+    # The console's lines of what each rule's jobs ask for, shards together.
+    asked = re.findall(r"^ +(\S+): (\d+) jobs?, (.*)$", run.stdout + run.stderr, re.MULTILINE)
+    jobs = {rule: resources for rule, _, resources in asked}
+    counts = {rule: int(count) for rule, count, _ in asked}
     families = {
         "score_workflow_cpu",
         "score_metrics_cpu",
@@ -151,8 +149,8 @@ def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_pa
         "score",
     }
     assert {name.split("_copy_source")[0] for name in jobs} >= families
-    assert sum(name.startswith("score_copy_source") for name in jobs) == 4  # gathering
-    assert sum(name.startswith("score_metrics_gpu") for name in jobs) == 4
+    assert counts["score_copy_source"] == 4  # gathering
+    assert counts["score_metrics_gpu_copy_source"] == 4
     for name, resources in jobs.items():
         if name.startswith(("score_workflow_cpu", "score_metrics_cpu")):
             assert "gpu=0" in resources and "gpu=1" not in resources, (name, resources)
@@ -161,8 +159,10 @@ def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_pa
 
 
 def planned_rules(workflow: Workflow) -> set[str]:
+    """The rules a dry run plans, from its table of jobs (model and shard left out)."""
     run = workflow.run("-n", "--quiet", "progress")
-    return set(re.findall(r"rule (\S+?)(?:_copy_source_\S+)?:", run.stdout + run.stderr))
+    table = re.findall(r"^(\S+)\s+\d+$", run.stdout + run.stderr, flags=re.MULTILINE)
+    return {re.sub(r"_copy_source_\S+$", "", job) for job in table} - {"total", "job"}
 
 
 def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path) -> None:

@@ -197,23 +197,29 @@ def test_the_plain_snakemake_console_is_a_line_per_stage(
     )
     planned = workflow.run("--dry-run")
     lines = _console(planned.stdout + planned.stderr)
-    # The table once (Snakemake's own writes it twice, then every rule's reasons on one line).
+    # The table once (Snakemake's own writes it twice, then every rule's reasons on one line),
+    # then a line per rule of what its jobs ask for, shards together.
     assert [line for line in lines if line.startswith("Job stats")] == ["Job stats:"], lines
-    assert len(lines) <= 20 and max(map(len, lines)) <= 100, lines
+    rows = [line for line in lines if re.fullmatch(r"\S+ +\d+", line)]
+    asked = [line for line in lines if re.match(r" +\S+: \d+ jobs?, threads \d+", line)]
+    assert len(asked) == len({re.sub(r"_shard\d+of\d+", "", r.split()[0]) for r in rows}) - 1
+    assert len(lines) <= len(rows) + len(asked) + 8 and max(map(len, lines)) <= 100, lines
 
     done = workflow.run()
     lines = _console(done.stdout + done.stderr)
-    assert len(lines) <= 12, lines
+    # A progress line per stage as it completes (five stages), each at most two lines wide.
+    assert len(lines) <= 16, lines
     (table,) = [line for line in lines if "jobs to run:" in line]
     assert re.fullmatch(
-        r"bouquet-eval: \d+ jobs to run: translate (\d+), score \1, aggregate 2, leaderboard 1",
+        r"bouquet-eval: \d+ jobs to run: translate (\d+), score (\d+), aggregate 2, "
+        r"heatmaps 2, leaderboard 1",
         table,
     ), table
     assert lines[-2].startswith("Snakemake's full log: ")
     assert lines[-1].startswith("bouquet-eval: results in runs/ ")
     assert re.search(
         r"bouquet-eval: jobs done: translate (\d+)/\1, score (\d+)/\2, aggregate 2/2,"
-        r"\s+leaderboard 1/1",
+        r"\s+heatmaps 2/2,\s+leaderboard 1/1",
         "\n".join(lines),
     ), lines
     full = Path(lines[-2].split(": ", 1)[1]).read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import textwrap
 import time
@@ -33,11 +34,18 @@ PREFIX = "bouquet-eval:"
 PASSED = ("Nothing to be done", "Congratulations", "Report created", "Lints for", "Unlocked")
 # Rows of Snakemake's job table that are no stage: the sum, and the targets that only gather.
 TARGETS = {"total", "all", "translations", "scores", "aggregates"}
+# Resources Snakemake works out from others (or sets for every job): left out of a dry run's lines.
+DERIVED_RESOURCES = {"tmpdir", "mem", "mem_mib", "disk", "disk_mib", "_cores", "_nodes"}
 
 
 def stage_of(rule: str) -> str:
     """translate_<model>_shard0of2 -> translate."""
     return rule.split("_", 1)[0]
+
+
+def without_shard(rule: str) -> str:
+    """score_metrics_gpu_<model>_shard0of2 -> score_metrics_gpu_<model>."""
+    return re.sub(r"_shard\d+of\d+$", "", rule)
 
 
 class ConsoleHandler(LogHandlerBase):
@@ -71,6 +79,8 @@ class ConsoleHandler(LogHandlerBase):
         self.printed = 0.0
         self.table_shown = False
         self.results: list[str] = []
+        # A dry run's jobs by rule (shards taken together) and what each asks for.
+        self.asked: dict[tuple[str, str], int] = {}
 
     writes_to_stream = True
     writes_to_file = False
@@ -98,7 +108,10 @@ class ConsoleHandler(LogHandlerBase):
         if event == LogEvent.RUN_INFO:
             self.run_info(getattr(record, "stats", {}) or {}, message)
         elif event == LogEvent.JOB_INFO:
-            self.rules[int(getattr(record, "jobid", -1))] = str(getattr(record, "rule_name", ""))
+            rule = str(getattr(record, "rule_name", ""))
+            self.rules[int(getattr(record, "jobid", -1))] = rule
+            if self.common_settings.dryrun:
+                self.count_asked(rule, record)
         elif event == LogEvent.JOB_FINISHED:
             self.finished(int(getattr(record, "job_id", -1)))
         elif event == LogEvent.JOB_ERROR:
@@ -117,12 +130,37 @@ class ConsoleHandler(LogHandlerBase):
         ):
             self.write(message)
 
+    def count_asked(self, rule: str, record: logging.LogRecord) -> None:
+        from snakemake.logging import format_resources
+
+        resources = {
+            name: value
+            for name, value in (getattr(record, "resources", None) or {}).items()
+            if name not in DERIVED_RESOURCES
+        }
+        asked = f"threads {getattr(record, 'threads', '?')}"
+        if resources:
+            asked += f", {format_resources(resources)}"
+        key = (without_shard(rule), asked)
+        self.asked[key] = self.asked.get(key, 0) + 1
+
+    def write_asked(self) -> None:
+        """What each family of a dry run's jobs asks for, a line per rule (shards together):
+        CPU and GPU score jobs apart, each with its resources."""
+        if self.asked:
+            self.write(f"{PREFIX} what the jobs ask for:")
+        for (rule, asked), count in self.asked.items():
+            line = f"    {rule}: {count} job{'s' if count > 1 else ''}, {asked}"
+            self.write(textwrap.fill(line, WIDTH, subsequent_indent="        "))
+        self.asked = {}
+
     def write_results(self) -> None:
         for line in self.results:
             self.write(line)
         self.results = []
 
     def close(self) -> None:
+        self.write_asked()
         self.write_results()
         super().close()
 
@@ -135,6 +173,7 @@ class ConsoleHandler(LogHandlerBase):
                 stage = stage_of(rule)
                 self.totals[stage] = self.totals.get(stage, 0) + int(count)
         if self.table_shown:
+            self.write_asked()  # a dry run's second table comes after its jobs
             return
         self.table_shown = True
         if self.common_settings.dryrun:

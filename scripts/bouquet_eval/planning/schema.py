@@ -145,6 +145,15 @@ def plain_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    # Plain dicts and lists are kept (their contents made plain in place), so that a caller
+    # holding one of them still holds what the configuration holds.
+    if type(value) is dict:
+        for key, item in list(value.items()):
+            value[key] = _plain(item)
+        return value
+    if type(value) is list:
+        value[:] = [_plain(item) for item in value]
+        return value
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
