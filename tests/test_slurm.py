@@ -79,6 +79,24 @@ def sbatch_calls(log: str) -> dict[str, str]:
     return calls
 
 
+def full_log(workdir: Path, console: str) -> str:
+    """Snakemake's full log of a run, which its console names (the console shows no job)."""
+    named = re.search(r"Snakemake's full log: (\S+)", console)
+    assert named, console
+    return (workdir / named.group(1)).read_text(encoding="utf-8")
+
+
+def asked_resources(console: str) -> dict[str, dict[str, str]]:
+    """Rule (shards together) -> what its jobs ask for, from a dry run's console lines."""
+    text = re.sub(r"\n {8}", " ", console)  # lines the console wrapped
+    return {
+        rule: dict(item.split("=", 1) for item in asked.split(", ")) if asked else {}
+        for rule, asked in re.findall(
+            r"^ +(\S+): \d+ jobs?, threads \d+(?:, (.*))?$", text, re.MULTILINE
+        )
+    }
+
+
 def sample_config(dataset: Path, record: Path, **model_settings) -> dict:
     return {
         "dataset": {"path": str(dataset)},
@@ -107,7 +125,7 @@ def test_workflow_through_sbatch(
     workflow.write_config(config)
     environment = {**slurm.environment, "RECORDING_METRIC_FILE": str(metric_record)}
     before = set(completed_jobs(slurm))
-    log = workflow.run(*PROFILES, "--verbose", env=environment).stderr
+    log = full_log(workflow.workdir, workflow.run(*PROFILES, "--verbose", env=environment).stderr)
 
     jobs = {job: state for job, state in completed_jobs(slurm).items() if job not in before}
     # 2 translate + 2 score shards + 1 aggregate
@@ -181,18 +199,15 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
             ],
         }
     )
-    # Jobs are shown one by one once --quiet no longer names `rules` (the profile's quiet).
+    # The console names what each rule's jobs ask for (shards together).
     run = workflow.run("--dry-run", "--printshellcmds", "--quiet", "progress")
     # From a scratch directory, with -s and -d, the workflow's own defaults still apply.
     profile = REPOSITORY / "workflow" / "profiles" / "default"
     assert f"workflow specific profile {profile} for setting default" in run.stderr
     warning = "load environment modules (metrics-env), which happens only with --sdm"
     assert warning in run.stdout + run.stderr
-    plan = run.stdout
-    resources: dict[str, dict[str, str]] = {}
-    for rule, line in re.findall(r"rule (\w+):\n(?:    .*\n)*?    resources: (.*)", plan):
-        resources.setdefault(rule, dict(item.split("=", 1) for item in line.split(", ")))
-    plain, big = resources["translate_plain_shard0of1"], resources["translate_big_shard0of1"]
+    resources = asked_resources(run.stdout + run.stderr)
+    plain, big = resources["translate_plain"], resources["translate_big"]
     assert (plain["slurm_partition"], plain["qos"], plain["gpu"]) == ("gpu", "short", "1")
     assert plain["gpu_model"] == "a100" and plain["mem_mb"] == "16000"
     # The model's own settings win over its family's, key by key; its GPU type replaces
@@ -200,7 +215,7 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
     assert (big["slurm_partition"], big["slurm_account"], big["mem_mb"]) == ("gpu", "big", "64000")
     assert big["gres"] == "gpu:h100:4" and big["gpu"] == "0" and "gpu_model" not in big
     # chrF++'s score jobs (the scores are gathered on the submit host).
-    score = resources["score_workflow_cpu_plain_shard0of1"]
+    score = resources["score_workflow_cpu_plain"]
     assert (score["slurm_partition"], score["constraint"], score["gpu"]) == (
         "cpu",
         "intel|amd",
@@ -439,7 +454,7 @@ def test_profile_installed_once_then_used_by_name(slurm: LocalSlurm, tmp_path: P
     )
     assert plan.returncode == 0, plan.stderr
     assert "slurm and workflow specific profile workflow/profiles/default" in plan.stderr
-    assert "slurm_account=REPLACE-WITH-YOUR-ACCOUNT" in plan.stdout
+    assert "slurm_account=REPLACE-WITH-YOUR-ACCOUNT" in plan.stdout + plan.stderr
 
     before = set(completed_jobs(slurm))
     run = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True)

@@ -128,6 +128,7 @@ def test_deleted_directions_are_recomputed_alone(workflow: Workflow, dataset: Pa
         **{f"score_workflow_cpu_rec_{name}": 1 for name in owning},
         **{f"score_rec_{name}": 1 for name in owning},
         "aggregate": 1,
+        "heatmaps": 1,
         "leaderboard": 1,
         "all": 1,
     }
