@@ -133,8 +133,8 @@ def trust_page(data: Mapping[str, Any], style: str) -> str:
         f"The leaderboard's headline metric is <b>{data['headline']}</b>; the second tab lists "
         "the directions where it disagrees with people (significantly worse than the best "
         "metric, or Kendall's interval reaching 0). Agreement inside and outside a learned "
-        "metric's training languages is not shown: the metric records do not name those "
-        "languages yet.</p>"
+        "metric's training languages is not shown on this page yet (scores.csv flags each "
+        "direction outside them, in its unseen_by column).</p>"
     )
     return interactive_page("Which metric to trust", intro, dict(data), "trust.js", style)
 
