@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from bouquet_eval.data.hub import PARTS, HubError, HubFiles, select_files
-from bouquet_eval.data.prefetch import hub_needs
 from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.planning.plan import plan_model
 
 from .conftest import Workflow
 from .hub_datasets import SENTENCE_LEVEL, bouquet_on_hub
@@ -105,7 +106,7 @@ def test_one_weight_format_and_the_shards_of_its_index() -> None:
 def test_what_a_configuration_needs(tmp_path: Path) -> None:
     local_model = tmp_path / "my-nllb"
     local_model.mkdir()
-    config = {
+    config: dict[str, Any] = {
         "metrics": ["chrf", "metricx", "glotlid"],
         "metricx": {"model": "google/metricx-24-hybrid-xl-v2p6", "tokenizer": "google/mt5-xl"},
         "glotlid": {"model": "cis-lmu/glotlid/model_v3.bin", "revision": "v3"},
@@ -129,7 +130,9 @@ def test_what_a_configuration_needs(tmp_path: Path) -> None:
             },
         ],
     }
-    assert hub_needs(config, MetricSet.of(["metricx", "glotlid"], config).hub_needs()) == [
+    models = [plan_model(entry, tmp_path / entry["name"], None) for entry in config["models"]]
+    needs = [need for model in models for need in model.hub_needs]
+    assert [*needs, *MetricSet.of(["metricx", "glotlid"], config).hub_needs()] == [
         HubFiles("facebook/nllb-200-distilled-600M", None, "model 'nllb'", parts=PARTS),
         HubFiles("google/madlad400-3b-mt", "abc", "model 'madlad'", parts=PARTS),
         HubFiles("CohereForAI/aya-101", None, "model 'aya'", parts=PARTS),
@@ -145,8 +148,7 @@ def test_what_a_configuration_needs(tmp_path: Path) -> None:
     lid.write_bytes(b"")
     local_metrics = {**config, "glotlid": {"model": str(lid), "revision": None}, "models": []}
     local_metrics["metricx"] = {"model": str(local_model), "tokenizer": "google/mt5-xl"}
-    metric_needs = MetricSet.of(["metricx", "glotlid"], local_metrics).hub_needs()
-    assert hub_needs(local_metrics, metric_needs) == [
+    assert MetricSet.of(["metricx", "glotlid"], local_metrics).hub_needs() == [
         HubFiles("google/mt5-xl", None, "metricx.tokenizer", parts=("tokenizer",))
     ]
 

@@ -16,7 +16,6 @@ from bouquet_eval.results.leaderboard import (
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 from bouquet_eval.results.trust import agreement_notes
-from bouquet_eval.translators.backends import bounds
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -44,9 +43,7 @@ def main(snakemake: SnakemakeJob) -> None:
             resampling,
         )
         lower = lower_is_better_columns(metrics)
-        board = build_leaderboard(
-            results, columns, lower, resampling, bounds(plan.config["models"])
-        )
+        board = build_leaderboard(results, columns, lower, resampling, plan.bounds())
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
                 pd.read_csv(path), plan.config["metaeval"]["decide_by"]

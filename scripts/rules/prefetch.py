@@ -9,7 +9,7 @@ def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         plan = snakemake.params.plan
         metrics = MetricSet.of(plan.metrics, plan.config)
-        for line in prefetch(plan.config, plan.dataset, metrics.hub_needs()):
+        for line in prefetch(plan.dataset, [*plan.hub_needs(), *metrics.hub_needs()]):
             log.info("%s", line)
         for line in fetch_all(metrics.needs_once_fetched()):
             log.info("%s", line)

@@ -42,7 +42,7 @@ try:
     METRIC_SET = MetricSet.of(PLAN.metrics, config, METRICS)
     # So are translators and prompt functions of one's own (imported, no model loaded), once.
     if workflow.is_main_process:
-        check_own_objects(config["models"])
+        check_own_objects(PLAN.models.values())
 except ConfigError as error:
     stop_planning(error, workflow.configfiles)
 

@@ -51,7 +51,7 @@ onstart:
     if CHECKED_DATASET_FILES:
         write_json(DATASET_INDEX, CHECKED_DATASET_FILES[0])
     refuse_slurm_placeholders()
-    refuse_unset_api_keys(config["models"], jobs, workflow.configfiles)
+    refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
     refuse_what_the_hub_cannot_give(jobs)
 
 
@@ -64,7 +64,9 @@ def refuse_what_the_hub_cannot_give(jobs):
     }
     scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
     try:
-        check_hub_needs(config, translating, METRIC_SET.hub_needs() if scoring else ())
+        check_hub_needs(
+            [*PLAN.hub_needs(translating), *(METRIC_SET.hub_needs() if scoring else ())]
+        )
     except ConfigError as error:
         stop_planning(error, workflow.configfiles)
 

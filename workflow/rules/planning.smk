@@ -50,9 +50,9 @@ def once_while_planning(wildcards=None):
     except ConfigError as error:
         stop_planning(error, workflow.configfiles)
     if workflow.dryrun:
-        warn_of_unset_api_keys(config["models"])
+        warn_of_unset_api_keys(PLAN.models.values())
         # What the API models will send, and cost (bouquet_eval.planning.estimate).
-        for estimate in api_estimates(config, DIRECTIONS, DATASET, OUTPUT_DIR):
+        for estimate in api_estimates(PLAN):
             print(estimate.line(), file=sys.stderr)
     # Runs that execute jobs have execution settings (a report has none).
     elif workflow.execution_settings is not None and workflow.execution_settings.lock:

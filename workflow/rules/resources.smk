@@ -36,7 +36,7 @@ def job_settings(stage, model=None, family=None):
         **config["resources"][stage],
         **config["resources"].get(f"{stage}_{family}", {}),
     }
-    own = (model.entry if model else {}).get("resources") or {}
+    own = model.resources if model else {}
     if any(key in own for key in GPU_TYPE_SETTINGS):
         for key in GPU_TYPE_SETTINGS:
             settings.pop(key, None)

@@ -2,15 +2,17 @@
 
 Run once on a machine with network access (`snakemake ... prefetch`); the same run can then go
 on without network, with HF_HUB_OFFLINE=1 (compute nodes). Local paths are left alone, so the
-same configuration works on both sides. What a configuration needs (`hub_needs`):
+same configuration works on both sides. What a run needs, each part worked out by its owner
+and passed here:
 
 - the dataset's parquet files of the configured config and split, at `dataset.revision`;
-- each model whose translator loads hub weights (vllm, nllb, madlad, aya): config, tokenizer
-  and weights at its `revision`, and for vllm the tokenizer `engine_args.tokenizer` names;
+- each model whose translator loads hub weights (`Backend.hub_model`: vllm, nllb, madlad,
+  aya): config, tokenizer and weights at its `revision`, and for vllm the tokenizer
+  `engine_args.tokenizer` names, as the plan derives them (`ModelPlan.hub_needs` in
+  `bouquet_eval.planning.plan`);
 - each metric's models, as its record says (`MetricSet.hub_needs` in
   `bouquet_eval.metrics.records`: for MetricX `metricx.model`'s config and weights and only
-  the tokenizer files of `metricx.tokenizer`; for GlotLID the one file `glotlid.model` names),
-  which the caller passes.
+  the tokenizer files of `metricx.tokenizer`; for GlotLID the one file `glotlid.model` names).
 
 Which files of a repository each part takes is `bouquet_eval.data.hub.select_files`. Before any job
 starts, the workflow checks that what its jobs will load is cached or can be had from the Hub
@@ -19,16 +21,12 @@ starts, the workflow checks that what its jobs will load is cached or can be had
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from bouquet_eval.core.home import fetch_hint
 from bouquet_eval.data.dataset import DatasetSource
-from bouquet_eval.data.hub import PARTS, HubFiles, check_reachable, fetch
-
-# Translators that load a model by hub id, with `model` and `revision` settings.
-HUB_TRANSLATORS = ("vllm", "nllb", "madlad", "aya")
+from bouquet_eval.data.hub import HubFiles, check_reachable, fetch
 
 
 def is_local(path: str) -> bool:
@@ -36,42 +34,11 @@ def is_local(path: str) -> bool:
     return Path(path).expanduser().exists()
 
 
-def hub_needs(
-    config: dict[str, Any],
-    metric_needs: Sequence[HubFiles] = (),
-    translating: Container[str] | None = None,
-) -> list[HubFiles]:
-    """What the models named in `translating` (all by default) of a validated configuration
-    need from the hub, then `metric_needs`: what its metrics need (`MetricSet.hub_needs`)."""
-    needs: list[HubFiles] = []
-    for model in config["models"]:
-        if model["translator"] not in HUB_TRANSLATORS:
-            continue
-        if translating is not None and model["name"] not in translating:
-            continue
-        user = f"model '{model['name']}'"
-        if not is_local(model["model"]):
-            needs.append(HubFiles(model["model"], model.get("revision"), user, parts=PARTS))
-        engine_args = model.get("engine_args") or {}
-        tokenizer = engine_args.get("tokenizer")
-        if tokenizer and not is_local(tokenizer):
-            revision = engine_args.get("tokenizer_revision")
-            needs.append(
-                HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
-            )
-    return [*needs, *metric_needs]
-
-
-def prefetch(
-    config: dict[str, Any], dataset: DatasetSource, metric_needs: Sequence[HubFiles] = ()
-) -> list[str]:
-    """Download what a validated configuration needs and the cache lacks; one line per
-    repository saying what it holds, at which commit. The `dataset` was resolved by the plan,
-    whose main process fetched it."""
-    return [
-        f"dataset: {dataset.root} ({dataset.identity})",
-        *fetch_all(hub_needs(config, metric_needs)),
-    ]
+def prefetch(dataset: DatasetSource, needs: Sequence[HubFiles]) -> list[str]:
+    """Download what a run `needs` (its models', then its metrics') and the cache lacks; one
+    line per repository saying what it holds, at which commit. The `dataset` was resolved by
+    the plan, whose main process fetched it."""
+    return [f"dataset: {dataset.root} ({dataset.identity})", *fetch_all(needs)]
 
 
 def fetch_all(needs: Sequence[HubFiles]) -> list[str]:
@@ -86,15 +53,9 @@ def fetch_all(needs: Sequence[HubFiles]) -> list[str]:
     return lines
 
 
-def check_hub_needs(
-    config: dict[str, Any],
-    translating: Container[str],
-    metric_needs: Sequence[HubFiles],
-    hint: str | None = None,
-) -> None:
-    """Before any job starts: HubError naming the first model or tokenizer that the jobs to
-    run (translate jobs of the models in `translating`; score jobs, whose metrics need
-    `metric_needs`) would load and that is neither cached nor to be had from the Hub, with how
+def check_hub_needs(needs: Sequence[HubFiles], hint: str | None = None) -> None:
+    """Before any job starts: HubError naming the first model or tokenizer of `needs` (what
+    the jobs to run would load) that is neither cached nor to be had from the Hub, with how
     to fetch it."""
-    for need in hub_needs(config, metric_needs, translating):
+    for need in needs:
         check_reachable(need, hint or f"{fetch_hint()}. No job was started.")

@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 import yaml
 
 from bouquet_eval.core.config import ConfigError, import_object
+from bouquet_eval.planning.plan import ModelPlan
 from bouquet_eval.translators import BACKENDS
-from bouquet_eval.translators.backends import translator_arguments
 
 # What the workflow hands a prompt function (prompt.PromptFn).
 PROMPT_ARGUMENTS = ("src_lang", "tgt_lang", "src_text")
@@ -76,29 +76,31 @@ def holds(node: Any, part: str | int) -> bool:
     return isinstance(node, Mapping) and part in node
 
 
-def check_own_objects(models: Sequence[Mapping[str, Any]]) -> None:
-    """Import each translator and prompt function of one's own and bind its arguments."""
+def check_own_objects(models: Iterable[ModelPlan]) -> None:
+    """Import each translator and prompt function of one's own (not a backend's) of the plan's
+    models, in the configuration's order, and bind its arguments."""
     for index, model in enumerate(models):
         where = f"models[{index}]"
-        named = f"(model '{model['name']}')"
-        if model["translator"] not in BACKENDS:
+        named = f"(model '{model.name}')"
+        backend = BACKENDS.get(model.translator)
+        if backend is None:
             check_call(
-                model["translator"],
-                translator_arguments(model),
+                model.translator,
+                dict(model.arguments),
                 f"{where}.translator",
                 f"{where}.translator_kwargs",
                 named,
             )
-        if model.get("prompt_fn"):
-            kwargs = model.get("prompt_kwargs")
+        if model.prompt_fn and model.prompt_fn != (backend.prompt_fn if backend else None):
+            kwargs = model.prompt_kwargs
             if kwargs is None:
                 check_call(
-                    model["prompt_fn"], {}, f"{where}.prompt_fn", f"{where}.prompt_fn", named,
+                    model.prompt_fn, {}, f"{where}.prompt_fn", f"{where}.prompt_fn", named,
                     positional=PROMPT_ARGUMENTS,
                 )  # fmt: skip
             else:
                 check_call(
-                    model["prompt_fn"],
+                    model.prompt_fn,
                     kwargs,
                     f"{where}.prompt_fn",
                     f"{where}.prompt_kwargs",
@@ -145,20 +147,18 @@ def check_call(
 
 
 def unset_api_keys(
-    models: Iterable[Mapping[str, Any]], environ: Mapping[str, str] = os.environ
+    models: Iterable[ModelPlan], environ: Mapping[str, str] = os.environ
 ) -> list[tuple[str, str, str]]:
-    """(model name, key, variable) of each model whose `api_key_env` names an unset or empty
-    environment variable."""
-    found = []
-    for index, model in enumerate(models):
-        variable = translator_arguments(model).get("api_key_env")
-        if isinstance(variable, str) and not environ.get(variable):
-            inside = "" if model["translator"] in BACKENDS else ".translator_kwargs"
-            found.append((model["name"], f"models[{index}]{inside}.api_key_env", variable))
-    return found
+    """(model name, key, variable) of each model of the plan, in the configuration's order,
+    whose `api_key_env` names an unset or empty environment variable."""
+    return [
+        (model.name, f"models[{index}].{model.api_key_setting}", model.api_key_env)
+        for index, model in enumerate(models)
+        if model.api_key_env is not None and not environ.get(model.api_key_env)
+    ]
 
 
-def warn_of_unset_api_keys(models: Iterable[Mapping[str, Any]]) -> None:
+def warn_of_unset_api_keys(models: Iterable[ModelPlan]) -> None:
     """In a dry run: what a real run would stop for."""
     for name, key, variable in unset_api_keys(models):
         print(
@@ -170,7 +170,7 @@ def warn_of_unset_api_keys(models: Iterable[Mapping[str, Any]]) -> None:
 
 
 def refuse_unset_api_keys(
-    models: Iterable[Mapping[str, Any]], jobs: Iterable[Any], configfiles: Sequence[str | Path]
+    models: Iterable[ModelPlan], jobs: Iterable[Any], configfiles: Sequence[str | Path]
 ) -> None:
     """Stop a run before any job starts when a model that is to translate has no API key."""
     translating = {job.params.model for job in jobs if job.rule.name.startswith("translate_")}

@@ -13,16 +13,13 @@ request that are not counted either.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
-from bouquet_eval.planning.cost import is_batch, model_price, token_cost
+from bouquet_eval.planning.cost import token_cost
+from bouquet_eval.planning.plan import ModelPlan, Plan
 from bouquet_eval.translators import load_prompt_fn
-from bouquet_eval.translators.backends import prompt_fn_spec, translator_arguments
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
 from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache
 
@@ -65,26 +62,19 @@ def token_counter(model_name: str) -> tuple[Callable[[str], int], str]:
     return lambda text: len(tokenizer.encode(text)), "the model's tokenizer"
 
 
-def estimate_model(
-    model: Mapping[str, Any],
-    config: Mapping[str, Any],
-    directions: Sequence[Direction],
-    dataset: DatasetSource,
-    model_dir: Path,
-) -> Estimate:
-    todo = [d for d in directions if not translation_path(model_dir, d).exists()]
-    prompt_fn = load_prompt_fn(prompt_fn_spec(dict(model)), model.get("prompt_kwargs"))
-    count, counted_by = token_counter(model["model"])
-    system = count(model["system_prompt"]) if model.get("system_prompt") else 0
+def estimate_model(model: ModelPlan, plan: Plan) -> Estimate:
+    todo = [d for d in plan.directions if not translation_path(model.folder, d).exists()]
+    prompt_fn = load_prompt_fn(model.prompt_fn, model.prompt_kwargs)
+    count, counted_by = token_counter(model.arguments["model"])
+    system_prompt = model.arguments.get("system_prompt")
+    system = count(system_prompt) if system_prompt else 0
     # Requests are told apart as the translator does; the key is no part of them.
-    cache = model_dir / REQUEST_CACHE
-    keyed = OpenAIChatTranslator(
-        **{**translator_arguments(model), "api_key_env": None}, cache_dir=cache
-    )
+    cache = model.folder / REQUEST_CACHE
+    keyed = OpenAIChatTranslator(**{**model.arguments, "api_key_env": None}, cache_dir=cache)
     sent = set(RequestCache(cache).answers())
     requests = input_tokens = output_tokens = 0
     for direction in todo:
-        rows = dataset.load(direction, config.get("limit"))
+        rows = plan.dataset.load(direction, plan.limit)
         for row in rows.itertuples():
             prompt = prompt_fn(row.src_lang, row.tgt_lang, row.src_text)
             key = keyed.key(prompt)
@@ -94,24 +84,15 @@ def estimate_model(
             requests += 1
             input_tokens += system + count(prompt)
             output_tokens += count(row.src_text)
-    price = model_price(config, model)
-    cost = (
-        None if price is None else token_cost(input_tokens, output_tokens, price, is_batch(model))
-    )
-    return Estimate(
-        model["name"], len(todo), requests, input_tokens, output_tokens, counted_by, cost
-    )
+    price = model.price
+    cost = None if price is None else token_cost(input_tokens, output_tokens, price, model.batch)
+    return Estimate(model.name, len(todo), requests, input_tokens, output_tokens, counted_by, cost)
 
 
-def api_estimates(
-    config: Mapping[str, Any],
-    directions: Sequence[Direction],
-    dataset: DatasetSource,
-    output_dir: Path,
-) -> list[Estimate]:
-    """An estimate for each API model of the configuration."""
+def api_estimates(plan: Plan) -> list[Estimate]:
+    """An estimate for each API model of the plan."""
     return [
-        estimate_model(model, config, directions, dataset, output_dir / model["name"])
-        for model in config["models"]
-        if model["translator"] == "openai"
+        estimate_model(model, plan)
+        for model in plan.models.values()
+        if model.translator == "openai"
     ]

@@ -16,7 +16,7 @@ the run, not while it parses the workflow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
+from bouquet_eval.data.hub import PARTS, HubFiles
 from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
@@ -36,12 +37,14 @@ from bouquet_eval.data.outputs import (
     scored_output,
     translation_output,
 )
+from bouquet_eval.data.prefetch import is_local
 from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
 from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
+    bounds,
     model_cpus,
     model_environment,
     model_gpus,
@@ -92,6 +95,22 @@ class ModelPlan:
     shards: Mapping[str, Sequence[Direction]]
     dataset: DatasetSource | None = None
     """Its own sentences, where they are not the run's dataset (a judged system's)."""
+    translator: str = "provided"
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    """What its translator is built with, besides the job's context (`translator_arguments`)."""
+    prompt_fn: str | None = None
+    """Its prompt function: its own, its backend's, or None for the default (`prompt_fn_spec`)."""
+    prompt_kwargs: Mapping[str, Any] | None = None
+    api_key_env: str | None = None
+    """The environment variable that holds its API key, None where it needs none."""
+    api_key_setting: str = "api_key_env"
+    """Where in its entry `api_key_env` is set (a translator of one's own: its kwargs)."""
+    weights: tuple[str, str | None] | None = None
+    """The model and revision its translator loads by Hub id or path (`Backend.hub_model`)."""
+    hub_needs: Sequence[HubFiles] = ()
+    """What its translate jobs load from the Hub (`data.prefetch`)."""
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    """Its own `resources`, over the configuration's for its translate jobs."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -200,6 +219,20 @@ class Plan:
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
         return aggregate_outputs(model.folder, self.directions, self.config)
+
+    def bounds(self) -> dict[str, str]:
+        """The reference points among its models: name -> "upper" or "lower" (`Backend.bound`)."""
+        return bounds(model.entry for model in self.models.values())
+
+    def hub_needs(self, translating: Container[str] | None = None) -> list[HubFiles]:
+        """What the translate jobs of the models named in `translating` (all by default) load
+        from the Hub."""
+        return [
+            need
+            for model in self.models.values()
+            if translating is None or model.name in translating
+            for need in model.hub_needs
+        ]
 
 
 def load_plan(
@@ -340,8 +373,13 @@ def plan_model(
     if entry["translator"] == "provided":
         provided = expand_path(entry["path"], home)
         entry["path"] = str(provided)
+    name = entry.get("name", folder.name)
+    backend = BACKENDS.get(entry["translator"])
+    arguments = translator_arguments(entry)
+    api_key_env = arguments.get("api_key_env")
+    weights = (entry["model"], entry.get("revision")) if backend and backend.hub_model else None
     return ModelPlan(
-        name=entry.get("name", folder.name),
+        name=name,
         entry=entry,
         folder=folder,
         translation_settings=translation_settings(entry, limit),
@@ -352,7 +390,35 @@ def plan_model(
         price=price,
         batch=is_batch(entry),
         shards=shards or {},
+        translator=entry["translator"],
+        arguments=arguments,
+        prompt_fn=prompt_fn_spec(entry),
+        prompt_kwargs=entry.get("prompt_kwargs"),
+        api_key_env=api_key_env if isinstance(api_key_env, str) else None,
+        api_key_setting="api_key_env" if backend else "translator_kwargs.api_key_env",
+        weights=weights,
+        hub_needs=tuple(model_hub_needs(name, weights, entry.get("engine_args") or {})),
+        resources=entry.get("resources") or {},
     )
+
+
+def model_hub_needs(
+    name: str, weights: tuple[str, str | None] | None, engine_args: Mapping[str, Any]
+) -> list[HubFiles]:
+    """What a model's translate jobs load from the Hub: its config, tokenizer and weights at
+    its revision, unless a local path, and the tokenizer its `engine_args` name (vllm)."""
+    if weights is None:
+        return []
+    user = f"model '{name}'"
+    model, revision = weights
+    needs = [] if is_local(model) else [HubFiles(model, revision, user, parts=PARTS)]
+    tokenizer = engine_args.get("tokenizer")
+    if tokenizer and not is_local(tokenizer):
+        revision = engine_args.get("tokenizer_revision")
+        needs.append(
+            HubFiles(tokenizer, revision, f"{user} engine_args.tokenizer", parts=("tokenizer",))
+        )
+    return needs
 
 
 def file_in_the_way(folder: Path) -> Path | None:

@@ -35,11 +35,7 @@ from bouquet_eval.translators import (
     load_prompt_fn,
     load_translator,
 )
-from bouquet_eval.translators.backends import (
-    BACKENDS,
-    prompt_fn_spec,
-    translator_arguments,
-)
+from bouquet_eval.translators.backends import BACKENDS
 from bouquet_eval.translators.prompt import PromptFn
 from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
@@ -81,25 +77,24 @@ def translate_planned(
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
-    entry = model.entry
-    backend = BACKENDS.get(entry["translator"])
+    backend = BACKENDS.get(model.translator)
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
-        arguments = translator_arguments(entry)
+        arguments = dict(model.arguments)
         if backend is not None and backend.request_cache:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
             arguments["cache_dir"] = str(model.folder / REQUEST_CACHE)
         if backend is not None and backend.takes_limit:
             arguments["limit"] = limit
         return (
-            load_translator(entry["translator"], arguments),
-            load_prompt_fn(prompt_fn_spec(entry), entry.get("prompt_kwargs")),
+            load_translator(model.translator, arguments),
+            load_prompt_fn(model.prompt_fn, model.prompt_kwargs),
         )
 
     def describe_environment() -> dict[str, Any]:
         environment = job_environment(uses_gpu=model.gpus > 0)
-        if backend is not None and backend.hub_model:
-            environment["model"] = hub_model(entry["model"], entry.get("revision"))
+        if model.weights is not None:
+            environment["model"] = hub_model(*model.weights)
         return environment
 
     translate_directions(

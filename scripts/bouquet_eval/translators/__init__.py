@@ -15,7 +15,7 @@ that its load is timed apart from the first direction's translation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bouquet_eval.core.config import import_object
@@ -92,7 +92,7 @@ def load_translator(spec: str, kwargs: dict[str, Any]) -> Translator | RowTransl
     return translator
 
 
-def load_prompt_fn(spec: str | None, kwargs: dict[str, Any] | None) -> PromptFn:
+def load_prompt_fn(spec: str | None, kwargs: Mapping[str, Any] | None) -> PromptFn:
     """The default template, a named prompt function, or the result of a named factory."""
     if spec is None:
         return build_prompt
