@@ -121,14 +121,14 @@ def test_vllm_through_the_command(tiny_llama: Path, tmp_path: Path) -> None:
 
 
 def test_an_engine_that_cannot_start_says_why_in_the_job_log(
-    tiny_model: Path, tmp_path: Path
+    tiny_llama: Path, tmp_path: Path
 ) -> None:
     """The engine core (a child process) fails while it starts, for want of memory for the KV
     cache: the job's log, which the console names, holds its reason, not only Snakemake's."""
     folder = tmp_path / "runs" / "tiny"
     folder.mkdir(parents=True)
     engine = {**ENGINE_SETTINGS["engine_args"], "kv_cache_memory_bytes": 4096}
-    entry = {"name": "tiny", "translator": "vllm", "model": str(tiny_model), "gpus": 0,
+    entry = {"name": "tiny", "translator": "vllm", "model": str(tiny_llama), "gpus": 0,
              **ENGINE_SETTINGS, "engine_args": engine}  # fmt: skip
     saved = {"models": [entry], "directions": {"list": DIRECTIONS[:1]}, "limit": 2}
     (folder / "bouquet-eval.yaml").write_text(yaml.safe_dump(saved), encoding="utf-8")
