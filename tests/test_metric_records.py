@@ -138,7 +138,8 @@ def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_pa
         "-n", "--profile", str(REPOSITORY / "profiles" / "slurm"), "--quiet", "progress"
     )
     # The console's lines of what each rule's jobs ask for, shards together.
-    asked = re.findall(r"^ +(\S+): (\d+) jobs?, (.*)$", run.stdout + run.stderr, re.MULTILINE)
+    console = re.sub(r"\n {8}", " ", run.stdout + run.stderr)  # lines the console wrapped
+    asked = re.findall(r"^ +(\S+): (\d+) jobs?, (.*)$", console, re.MULTILINE)
     jobs = {rule: resources for rule, _, resources in asked}
     counts = {rule: int(count) for rule, count, _ in asked}
     families = {

@@ -224,7 +224,7 @@ def frame(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def official_site(request: pytest.FixtureRequest) -> Path:
     """The official versions, installed once into pytest's cache folder."""
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)
     name = "metricx-official-tokenizer"
     # Without the cache plugin (-p no:cacheprovider), a fresh install for this session.
     folder = (
