@@ -84,6 +84,8 @@ def write_json(path: Path | None, record: dict[str, Any], leave_out: str | None 
         def kept(value: Any) -> Any:
             if isinstance(value, dict):
                 return {key: kept(item) for key, item in value.items() if key != leave_out}
+            if isinstance(value, list):
+                return [kept(item) for item in value]
             return value
 
         path.parent.mkdir(parents=True, exist_ok=True)

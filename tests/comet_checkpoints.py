@@ -83,8 +83,11 @@ def sample_texts() -> list[str]:
     return [text for sentence in document["sentences"] for text in sentence["texts"].values()]
 
 
-def build_encoder(directory: Path, xl: bool, vocab_size: int = 1000) -> Path:
-    """An XLM-R tokenizer trained on the sample's sentences and a tiny config, as a folder."""
+def build_encoder(
+    directory: Path, xl: bool, vocab_size: int = 1000, config: dict[str, Any] | None = None
+) -> Path:
+    """An XLM-R tokenizer trained on the sample's sentences and a config, as a folder: the
+    tiny one unless `config` gives the encoder's settings (benchmarks give released sizes)."""
     import importlib
 
     import sentencepiece as spm
@@ -111,28 +114,38 @@ def build_encoder(directory: Path, xl: bool, vocab_size: int = 1000) -> Path:
     tokenizer = transformers.XLMRobertaTokenizerFast(vocab_file=str(spm_file))
     tokenizer.save_pretrained(str(directory))
     config_class = transformers.XLMRobertaXLConfig if xl else transformers.XLMRobertaConfig
-    config_class(vocab_size=len(tokenizer), pad_token_id=1, **TINY_ENCODER).save_pretrained(
-        str(directory)
-    )
+    settings = {"vocab_size": len(tokenizer), **(TINY_ENCODER if config is None else config)}
+    config_class(pad_token_id=1, **settings).save_pretrained(str(directory))
     return directory
 
 
-def build_checkpoint(directory: Path, shape: str, encoder: Path, seed: int = 0) -> Path:
+def build_checkpoint(
+    directory: Path,
+    shape: str,
+    encoder: Path,
+    seed: int = 0,
+    settings: dict[str, Any] | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
+) -> Path:
     """`<directory>/checkpoints/model.ckpt` and `<directory>/hparams.yaml` for `shape`;
-    returns `directory`. The same seed gives the same weights."""
+    returns `directory`. The same seed gives the same weights. `settings` override the
+    shape's hyper-parameters; `device` is where the weights are drawn (a GPU draws an XL's
+    billions in a moment) and `dtype` how they are stored."""
     import comet.models
     import pytorch_lightning
     import torch
 
     spec = SPECS[shape]
     torch.manual_seed(seed)
-    model = getattr(comet.models, spec.class_name)(
-        encoder_model=spec.encoder_model,
-        pretrained_model=str(encoder),
-        load_pretrained_weights=False,
-        local_files_only=True,
-        **spec.settings,
-    )
+    with torch.device(device):
+        model = getattr(comet.models, spec.class_name)(
+            encoder_model=spec.encoder_model,
+            pretrained_model=str(encoder),
+            load_pretrained_weights=False,
+            local_files_only=True,
+            **{**spec.settings, **(settings or {})},
+        )
     hyper_parameters = dict(model.hparams)
     # What the released checkpoints record: loading flags are given when loading.
     for flag in ("load_pretrained_weights", "local_files_only"):
@@ -140,7 +153,12 @@ def build_checkpoint(directory: Path, shape: str, encoder: Path, seed: int = 0) 
     (directory / "checkpoints").mkdir(parents=True, exist_ok=True)
     torch.save(
         {
-            "state_dict": model.state_dict(),
+            "state_dict": {
+                name: tensor.to("cpu", getattr(torch, dtype))
+                if tensor.is_floating_point()
+                else tensor.cpu()
+                for name, tensor in model.state_dict().items()
+            },
             "hyper_parameters": hyper_parameters,
             "pytorch-lightning_version": pytorch_lightning.__version__,
         },

@@ -65,3 +65,50 @@ def test_seq2seq_benchmark_runs_tiny(
     # Every prompt generates exactly --new-tokens tokens: the end token is held back.
     assert [run["generated_tokens"] for run in results.values()] == [4 * 3, 4 * 3]
     assert "| shape | batch_size |" in capsys.readouterr().out
+
+
+def test_metricx_flops_benchmark_runs_tiny_and_its_speed_ups_keep_the_scores(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from bouquet_eval.metrics.metricx import SPEED_UPS
+
+    output = tmp_path / "flops.json"
+    arguments = ["--tiny", "--segments", "24", "--attention", "--passes", "1"]
+    run_benchmark(monkeypatch, "metricx_flops.py", *arguments, "--output", str(output))
+
+    variants = json.loads(output.read_text())["variants"]
+    names = list(SPEED_UPS)
+    assert [variant["variant"] for variant in variants] == [
+        "as transformers builds it",
+        *(" + ".join(names[: count + 1]) for count in range(len(names))),
+        " + ".join([*names, "widths to a multiple of 16"]),
+    ]
+    assert all(variant["segments_per_s"] > 0 for variant in variants)
+    printed = capsys.readouterr().out
+    # float32 on the CPU: each speed-up computes what the model as built computes.
+    rows = [line for line in printed.splitlines() if line.startswith("|") and " + " in line]
+    differences = [float(row.rsplit("|", 2)[1]) for row in rows]
+    assert differences and max(differences) < 1e-4
+
+
+@pytest.mark.comet
+def test_comet_gpu_benchmark_runs_tiny(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "comet.json"
+    arguments = ["--shape", "comet", "--tiny", "--segments", "48", "--direction", "16"]
+    run_benchmark(
+        monkeypatch, "comet_gpu.py", *arguments, "--batch-sizes", "8,16", "--output", str(output)
+    )
+
+    plans = json.loads(output.read_text())["plans"]
+    assert [plan["plan"] for plan in plans] == [
+        "ours, batch 8, float32 (first, cold)",
+        "ours, batch 8, float32",
+        "ours, batch 16, float32",
+        "comet's predict per direction, batch 8",
+        "comet-score, batch 16, float16 (whole command)",
+        "comet-score, batch 16, float16 (its predict)",
+    ]
+    assert [plan["segments"] for plan in plans] == [48] * 6
+    assert "| plan | seconds | segments/s |" in capsys.readouterr().out

@@ -40,7 +40,7 @@ HPARAMS = "hparams.yaml"
 CHECKPOINT_FILES = (HPARAMS, CHECKPOINT)
 # unbabel-comet's `comet-score` default.
 DEFAULT_BATCH_SIZE = 16
-# Lightning announces its devices and advertises its services on every `predict`.
+# Lightning and unbabel-comet announce their set-up and services while a checkpoint loads.
 QUIET_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "comet")
 
 
@@ -191,29 +191,51 @@ class CometMetric:
         ]
 
     def predict(self, rows: pd.DataFrame) -> Any:
-        """unbabel-comet's Prediction for the rows, in their order."""
+        """unbabel-comet's Prediction for the rows, in their order.
+
+        The batches, their order and every model call are those of the model's own `predict`
+        (what comet-score runs): sentences sorted by the source's length in characters, cut
+        into `batch_size` batches, each prepared by `prepare_for_inference` and scored by
+        `predict_step`, the order restored. What is left out is Lightning's Trainer, which that
+        `predict` builds on every call: it starts data-loader processes and moves the whole
+        model to the GPU and, at its teardown, back to the CPU, once per direction in a score
+        job (seconds of copying per call for xCOMET-XL; benchmarks/gpu_results.md).
+        """
+        import numpy as np
         import torch
+        from comet.models.utils import Prediction, flatten_metadata, restore_list_order
+        from pytorch_lightning.utilities import move_data_to_device
 
         model = self.load()
-        device = resolve_device(self.device)
-        on_gpu = device.startswith("cuda")
-        index = device.partition(":")[2]
+        samples = self.samples(rows)
+        order = np.argsort([len(sample["src"]) for sample in samples])
+        device = torch.device(resolve_device(self.device))
+        outputs = []
         # unbabel-comet casts a float16 model's head inputs to float16 itself (as comet-score
         # runs it), but not a bfloat16 one's: autocast gives every matmul bfloat16 inputs.
-        with torch.autocast(
-            "cuda" if on_gpu else "cpu",
-            dtype=torch.bfloat16,
-            enabled=self.resolved_precision() == "bfloat16",
+        with (
+            torch.inference_mode(),
+            torch.autocast(
+                device.type,
+                dtype=torch.bfloat16,
+                enabled=self.resolved_precision() == "bfloat16",
+            ),
         ):
-            return model.predict(
-                self.samples(rows),
-                batch_size=self.batch_size,
-                gpus=1 if on_gpu else 0,
-                devices=[int(index)] if on_gpu and index else None,
-                accelerator="gpu" if on_gpu else "cpu",
-                progress_bar=False,
-                length_batching=True,
+            for start in range(0, len(samples), self.batch_size):
+                batch = model.prepare_for_inference(
+                    [samples[index] for index in order[start : start + self.batch_size]]
+                )
+                outputs.append(model.predict_step(move_data_to_device(batch, device)))
+        scores = torch.cat([output["scores"] for output in outputs]).tolist()
+        prediction = Prediction(
+            scores=restore_list_order(scores, order), system_score=sum(scores) / len(scores)
+        )
+        if "metadata" in outputs[0]:
+            metadata = flatten_metadata([output["metadata"] for output in outputs])
+            prediction["metadata"] = Prediction(
+                **{key: restore_list_order(values, order) for key, values in metadata.items()}
             )
+        return prediction
 
     def load(self) -> Any:
         """The model, loaded on the first call: offline, in the resolved precision."""
@@ -234,7 +256,9 @@ class CometMetric:
                 f"{self.name}: {self.model_name} needs references; it is a model for "
                 "`comet` or `xcomet`, not for this reference-free metric"
             )
-        self._model = model.to(getattr(torch, precision)).eval()
+        # On its device once, for every `predict` of the job.
+        device = resolve_device(self.device)
+        self._model = model.to(device=device, dtype=getattr(torch, precision)).eval()
         return self._model
 
 

@@ -103,6 +103,8 @@ class MetricX:
         self.batch_tokens = batch_tokens
         self.counts = BatchCounts()
         """Cumulative over every `score` call."""
+        self.pad_multiple = 1
+        """Each batch is padded to a multiple of this many tokens."""
         self._model: Any = None
         self._tokenizer: Any = None
         self._score_id: int | None = None
@@ -187,7 +189,8 @@ class MetricX:
     def _pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         import torch
 
-        width = max(len(sequence) for sequence in sequences)
+        longest = max(len(sequence) for sequence in sequences)
+        width = -(-longest // self.pad_multiple) * self.pad_multiple
         input_ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
         attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
         for row, sequence in enumerate(sequences):
@@ -232,8 +235,71 @@ class MetricX:
             self.model_name, dtype=getattr(torch, dtype)
         )
         check_untied(model, self.model_name)
+        for speed_up in SPEED_UPS.values():
+            speed_up(model)
         # transformers types `to` through a decorator that drops the bound model.
         self._model = model.to(device).eval()  # type: ignore[arg-type]
+
+
+def fuse_gelu(model: Any) -> None:
+    """The gated FFN's tanh-approximated GELU as one kernel instead of transformers' eight.
+
+    transformers' `gelu_new` spells the formula out in tensor operations, each a pass over the
+    FFN's widest activations (tokens x d_ff); torch's `gelu(approximate="tanh")` computes the
+    same formula in one pass.
+    """
+    import torch
+
+    for module in model.modules():
+        activation = getattr(module, "act", None)
+        if type(activation).__name__ == "NewGELUActivation":
+            module.act = torch.nn.GELU(approximate="tanh")
+
+
+def fuse_rms_norm(model: Any) -> None:
+    """mT5's layer norms through torch's `rms_norm`, in float32 as mT5 computes them."""
+    import types
+
+    import torch
+
+    def forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
+        normed = torch.nn.functional.rms_norm(
+            hidden_states.float(), (hidden_states.shape[-1],), eps=self.variance_epsilon
+        )
+        return self.weight * normed.to(self.weight.dtype)
+
+    for module in model.modules():
+        if type(module).__name__ == "MT5LayerNorm":
+            module.forward = types.MethodType(forward, module)
+
+
+def contiguous_position_bias(model: Any) -> None:
+    """mT5's relative position bias laid out row by row, so that attention runs fused.
+
+    transformers computes the bias as (1, heads, queries, keys) by permuting a (queries, keys,
+    heads) lookup, so its last dimension has a stride of the head count; the attention mask
+    built from it keeps that layout, and a GPU's fused attention kernels refuse a mask whose
+    last dimension is not contiguous (measured on an H200: benchmarks/gpu_results.md). PyTorch
+    then runs attention its plain way, in float32 on CUDA cores. The bias is computed once
+    per forward pass and shared by every layer, so one copy fixes the layout.
+    """
+    for module in model.modules():
+        if getattr(module, "has_relative_attention_bias", False):
+            compute_bias = module.compute_bias
+
+            def contiguous(*arguments: Any, _compute: Any = compute_bias, **settings: Any) -> Any:
+                return _compute(*arguments, **settings).contiguous()
+
+            module.compute_bias = contiguous
+
+
+SPEED_UPS = {
+    "fused GELU": fuse_gelu,
+    "fused RMS norm": fuse_rms_norm,
+    "contiguous position bias": contiguous_position_bias,
+}
+"""Changes to the model's eager code that compute the same numbers with fewer passes over
+memory, applied at load (benchmarks/metricx_flops.py measures each)."""
 
 
 def check_untied(model: Any, name: str) -> None:
