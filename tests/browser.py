@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,15 +145,7 @@ class Page:
 
     async def wait_for(self, expression: str, frame: str | None = None, timeout: float = 20) -> Any:
         """Poll `expression` until it is truthy; its value."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(LookupError, RuntimeError):
-                value = await self.evaluate(expression, frame)
-                if value:
-                    return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"still false after {timeout} s: {expression}")
-            await asyncio.sleep(0.1)
+        return await poll(lambda: self.evaluate(expression, frame), expression, timeout)
 
     async def child_frames(self) -> list[dict[str, Any]]:
         tree = (await self.send("Page.getFrameTree"))["frameTree"]
@@ -162,6 +154,21 @@ class Page:
     async def screenshot(self, path: Path) -> None:
         shot = await self.send("Page.captureScreenshot", format="png")
         path.write_bytes(base64.b64decode(shot["data"]))
+
+
+async def poll(evaluate: Callable[[], Awaitable[Any]], expression: str, timeout: float) -> Any:
+    """`evaluate()` every tenth of a second until its value is truthy; that value. A page or
+    frame not there yet (LookupError, IndexError) or a script failing in it (RuntimeError)
+    counts as not yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(LookupError, RuntimeError):
+            value = await evaluate()
+            if value:
+                return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout} s: {expression}")
+        await asyncio.sleep(0.1)
 
 
 @contextlib.asynccontextmanager
@@ -254,15 +261,8 @@ class FirefoxPage:
         return result["result"].get("value")
 
     async def wait_for(self, expression: str, frame: int | None = None, timeout: float = 30) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(LookupError, RuntimeError, IndexError):
-                value = await self.evaluate(expression, frame)
-                if value:
-                    return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"still false after {timeout} s: {expression}")
-            await asyncio.sleep(0.1)
+        # A child frame not there yet is an IndexError here.
+        return await poll(lambda: self.evaluate(expression, frame), expression, timeout)
 
 
 @contextlib.asynccontextmanager
