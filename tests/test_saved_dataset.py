@@ -6,37 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from bouquet_eval.data.dataset import resolve_dataset
 
 from .conftest import SAMPLE, Workflow
+from .sample_forms import save_sample
 from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS
 
 # `datasets` is in the main environment ([saved] extra); the vLLM and COMET environments, whose
 # runs select none of these tests, still collect this module.
-datasets = pytest.importorskip("datasets")
-
-
-def save_sample(folder: Path, as_dict: bool = False) -> None:
-    """The sample's rows in one table, directions interleaved, as `datasets` saves it."""
-    tables = [pq.read_table(path) for path in sorted(SAMPLE.glob("*.parquet"))]
-    table = pa.concat_tables(tables, promote_options="default")
-    # Directions interleaved, one row of each in turn: the layout must keep each one's order.
-    starts = [sum(t.num_rows for t in tables[:i]) for i in range(len(tables))]
-    longest = max(t.num_rows for t in tables)
-    order = [
-        start + row
-        for row in range(longest)
-        for start, t in zip(starts, tables, strict=True)
-        if row < t.num_rows
-    ]
-    saved = datasets.Dataset(table.take(order))
-    (datasets.DatasetDict({"test": saved, "dev": saved}) if as_dict else saved).save_to_disk(
-        str(folder)
-    )
+pytest.importorskip("datasets")
 
 
 @pytest.mark.parametrize("as_dict", [False, True], ids=["Dataset", "DatasetDict"])
