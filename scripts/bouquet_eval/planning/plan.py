@@ -52,6 +52,7 @@ from bouquet_eval.translators.backends import (
     translator_arguments,
 )
 from bouquet_eval.translators.prompt import PROMPT_TEMPLATE
+from bouquet_eval.translators.request_cache import REQUEST_CACHE
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,11 @@ class ModelPlan:
     """What its translate jobs load from the Hub (`data.prefetch`)."""
     resources: Mapping[str, Any] = field(default_factory=dict)
     """Its own `resources`, over the configuration's for its translate jobs."""
+    request_cache: Path | None = None
+    """Where its translator keeps every paid answer as it arrives, which its translate jobs
+    hand it (`Backend.request_cache`); None for a translator that keeps none."""
+    takes_limit: bool = False
+    """Whether its translate jobs hand its translator the run's `limit` (`Backend.takes_limit`)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -250,7 +256,7 @@ def load_plan(
     dataset_settings = dict(config["dataset"])
     if dataset_settings.get("path"):
         dataset_settings["path"] = str(expand_path(dataset_settings["path"], home))
-    dataset = resolve_dataset(dataset_settings, fetch=fetch, download=False)
+    dataset = resolve_dataset(dataset_settings, fetch=fetch, prepare=False)
     selected = select_directions(
         dataset.directions(),
         src_filter=config["directions"]["src_langs"],
@@ -399,6 +405,8 @@ def plan_model(
         weights=weights,
         hub_needs=tuple(model_hub_needs(name, weights, entry.get("engine_args") or {})),
         resources=entry.get("resources") or {},
+        request_cache=folder / REQUEST_CACHE if backend and backend.request_cache else None,
+        takes_limit=bool(backend and backend.takes_limit),
     )
 
 
