@@ -1,7 +1,8 @@
 """The BOUQuET dataset: where its files are, which directions exist, and reading one direction.
 
 The benchmark configurations hold one parquet file per direction, named `<src>-<tgt>.parquet`,
-either in the Hugging Face dataset repository or in a local copy of that layout.
+either in the Hugging Face dataset repository or in a local copy of that layout; a folder that
+`datasets`' save_to_disk wrote is laid out so (`bouquet_eval.data.saved`).
 """
 
 from __future__ import annotations

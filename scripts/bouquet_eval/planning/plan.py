@@ -6,12 +6,16 @@ dataset or the secrets' names from the configuration themselves. Snakemake recor
 parameters only when they are builtin values, so these objects never make it rerun a job:
 whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
 
-Building a plan reads files (the configuration's schema, the dataset's folder or the Hugging
-Face cache) and, for a dataset on the Hub where `fetch` is set, asks the Hub which commit the
-dataset's revision is and which files it holds there. It downloads nothing and writes nothing,
-and changes no environment variable: the workflow's main process downloads the dataset's files
-(`data.dataset.download_dataset`), checks them and announces the selection once Snakemake plans
-the run, not while it parses the workflow.
+Building a plan writes nothing and changes no environment variable. It reads files: the
+configuration's schema, the dataset's folder, a table saved by `datasets` (whose language
+columns name the directions until it is laid out per direction), the Hugging Face cache, a
+local table of human judgements. Where `fetch` is set (the workflow's main process), it asks
+the Hub which commit the revision of a dataset on the Hub, and of Met-BOUQuET, is and which
+files it holds there, and reads Met-BOUQuET's files from the Hub into memory where the cache
+lacks them (the judged systems decide the plan's jobs). The workflow's main process downloads
+the dataset's files or lays the saved table out (`data.dataset.prepare_dataset`), downloads
+Met-BOUQuET's files (`data.judgements.download_judgements`), checks the dataset's files and
+announces the selection once Snakemake plans the run, not while it parses the workflow.
 """
 
 from __future__ import annotations
@@ -245,8 +249,9 @@ def load_plan(
     config: dict[str, Any], schema: Path, sources: Sources, *, fetch: bool = True
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
-    setting at fault. `fetch`: whether the Hub may be asked which files the dataset holds
-    (see `data.dataset.resolve_dataset`); nothing is downloaded."""
+    setting at fault. `fetch`: whether the Hub may be asked which files the dataset and
+    Met-BOUQuET hold, and Met-BOUQuET's files read from it into memory (see
+    `data.dataset.resolve_dataset`, `data.judgements.met_bouquet_files`); nothing is written."""
     plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
