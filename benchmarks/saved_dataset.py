@@ -49,13 +49,14 @@ def save(folder: Path, directions: int, sentences: int) -> int:
     rows = len(pairs) * sentences
     # Row i is sentence i // len(pairs) of direction i % len(pairs): directions interleaved.
     direction = [pairs[i % len(pairs)] for i in range(rows)]
+    sentence = [i // len(pairs) for i in range(rows)]
     table = pa.table(
         {
             "src_lang": [d.src_lang for d in direction],
             "tgt_lang": [d.tgt_lang for d in direction],
-            "src_text": [f"source sentence {i // len(pairs)} of the benchmark." for i in range(rows)],
-            "tgt_text": [f"the reference of sentence {i // len(pairs)}." for i in range(rows)],
-            "uniq_id": [f"s{i // len(pairs)}" for i in range(rows)],
+            "src_text": [f"source sentence {n} of the benchmark." for n in sentence],
+            "tgt_text": [f"the reference of sentence {n}." for n in sentence],
+            "uniq_id": [f"s{n}" for n in sentence],
         }
     )
     datasets.Dataset(table).save_to_disk(str(folder), max_shard_size="2GB")
