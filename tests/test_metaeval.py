@@ -61,7 +61,7 @@ from .hub_server import HubServer, files_of
 from .mtme_reader import read_language_pair
 from .sample_forms import sample_judgements
 from .synthetic import bouquet_shaped_directions
-from .workflow_configs import SMALL_JOBS
+from .workflow_configs import SMALL_JOBS, met_bouquet_config
 
 TOLERANCE = 1e-9
 DEFAULT_COLUMNS = {
@@ -499,18 +499,6 @@ def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path
 
 
 # --- Met-BOUQuET from the Hub ----------------------------------------------------------------
-
-
-def met_bouquet_config() -> dict:
-    return {
-        "dataset": {"name": "facebook/bouquet", "revision": "main"},
-        "shards": 1,
-        "metrics": ["chrf"],
-        "resources": SMALL_JOBS,
-        "statistics": {"bootstrap_resamples": 10},
-        "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
-        "models": [{"name": "reference", "translator": "reference"}],
-    }
 
 
 def test_met_bouquet_is_prefetched_then_evaluated_offline(

@@ -18,7 +18,7 @@ from .conftest import Workflow
 from .hub_datasets import MET_BOUQUET_FILES, SENTENCE_LEVEL, bouquet_on_hub, met_bouquet_on_hub
 from .hub_server import HubServer
 from .sample_forms import sample_judgements, save_sample
-from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS
+from .workflow_configs import SAMPLE_DIRECTIONS, met_bouquet_config
 
 NO_RULE_MAKES = "no-rule-makes-this"
 PARSES = (("--list-rules",), ("--lint",), ("--dry-run", NO_RULE_MAKES), (NO_RULE_MAKES,))
@@ -107,18 +107,8 @@ def test_a_saved_dataset_and_met_bouquet_are_made_ready_while_planning(
     saved = tmp_path / "saved"
     save_sample(saved)
     table = sample_judgements()
-    workflow.write_config(
-        {
-            "output_dir": "runs",
-            "dataset": {"path": str(saved)},
-            "shards": 1,
-            "metrics": ["chrf"],
-            "resources": SMALL_JOBS,
-            "statistics": {"bootstrap_resamples": 10},
-            "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
-            "models": [{"name": "reference", "translator": "reference"}],
-        }
-    )
+    config = {**met_bouquet_config(), "output_dir": "runs", "dataset": {"path": str(saved)}}
+    workflow.write_config(config)
     with HubServer() as hub:
         bouquet = bouquet_on_hub(hub, dataset)
         commit = met_bouquet_on_hub(bouquet, table, tmp_path / "judged")
