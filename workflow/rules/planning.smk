@@ -35,8 +35,8 @@ def once_while_planning(wildcards=None):
     give_jobs_the_package()
     try:
         # Every job reads the dataset's files: they are downloaded (a dataset on the Hub) or
-        # laid out (one saved by `datasets`) and checked before any starts; so are the human
-        # judgements that a plan read from the Hub (Met-BOUQuET) downloaded into the cache.
+        # laid out (one saved by `datasets`) and checked before any starts. Met-BOUQuET's
+        # judgements, which the plan read from the Hub, are downloaded into the cache too.
         prepare_dataset(DATASET)
         download_judgements(PLAN.judgements)
         CHECKED_DATASET_FILES.append(DATASET.check_files(DIRECTIONS, DATASET_INDEX))

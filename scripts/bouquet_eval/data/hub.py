@@ -212,12 +212,14 @@ def read_file(
 ) -> bytes:
     """The content of one file of the repository at `commit`, read from the Hub into memory:
     nothing is written, the cache is left as it is. HubError says why it cannot be had."""
-    from huggingface_hub import hf_hub_url
+    from huggingface_hub import constants, hf_hub_url
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     url = hf_hub_url(repo_id, filename, repo_type=repo_type, revision=commit)
     try:
-        response = get_session().get(url, headers=build_hf_headers())
+        # The wait `hf_hub_download` allows for an answer (HF_HUB_DOWNLOAD_TIMEOUT).
+        timeout = constants.HF_HUB_DOWNLOAD_TIMEOUT
+        response = get_session().get(url, headers=build_hf_headers(), timeout=timeout)
         hf_raise_for_status(response)
     except Exception as error:
         explained = explain(error, what, repository_url(repo_id, repo_type), True, otherwise)
