@@ -56,11 +56,12 @@ from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 from . import browser
 from .conftest import SAMPLE, Workflow
-from .hub_datasets import bouquet_on_hub
+from .hub_datasets import MET_BOUQUET_FILES, bouquet_on_hub, met_bouquet_on_hub
 from .hub_server import HubServer, files_of
 from .mtme_reader import read_language_pair
+from .sample_forms import sample_judgements
 from .synthetic import bouquet_shaped_directions
-from .workflow_configs import SMALL_JOBS
+from .workflow_configs import SMALL_JOBS, met_bouquet_config
 
 TOLERANCE = 1e-9
 DEFAULT_COLUMNS = {
@@ -373,30 +374,6 @@ def test_judgements_off_by_default_and_missing_file_named(tmp_path: Path) -> Non
 # --- Through the workflow --------------------------------------------------------------------
 
 
-def sample_judgements() -> pd.DataFrame:
-    """Three systems' translations of the sample's sentences in two of its directions."""
-    rows = []
-    for name in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
-        sentences = pd.read_parquet(SAMPLE / f"{name}.parquet")
-        for position, sentence in enumerate(sentences.itertuples()):
-            words = sentence.tgt_text.split()
-            for quality, system in enumerate(("good", "fair", "poor")):
-                kept = words[: max(1, len(words) - quality * (1 + position % 3))]
-                rows.append(
-                    {
-                        "src_lang": sentence.src_lang,
-                        "tgt_lang": sentence.tgt_lang,
-                        "src_text": sentence.src_text,
-                        "mt_text": " ".join(kept),
-                        "tgt_text": sentence.tgt_text,
-                        "system": system,
-                        "score": 5 - quality - (position % 2),
-                        "uniq_id": sentence.uniq_id,
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
 def metaeval_config(judgements: Path, **metaeval) -> dict:
     return {
         "dataset": {"path": str(SAMPLE)},
@@ -524,37 +501,18 @@ def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path
 # --- Met-BOUQuET from the Hub ----------------------------------------------------------------
 
 
-def met_bouquet_config() -> dict:
-    return {
-        "dataset": {"name": "facebook/bouquet", "revision": "main"},
-        "shards": 1,
-        "metrics": ["chrf"],
-        "resources": SMALL_JOBS,
-        "statistics": {"bootstrap_resamples": 10},
-        "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
-        "models": [{"name": "reference", "translator": "reference"}],
-    }
-
-
 def test_met_bouquet_is_prefetched_then_evaluated_offline(
     dataset: Path, tmp_path: Path, workflow: Workflow
 ) -> None:
     table = sample_judgements()
-    half = len(table) // 2
     with HubServer() as hub:
         bouquet = bouquet_on_hub(hub, dataset)
-        judged = tmp_path / "judged"
-        (judged / "test").mkdir(parents=True)
-        table.iloc[:half].to_parquet(judged / "test" / "part-0.parquet")
-        table.iloc[half:].to_parquet(judged / "test" / "part-1.parquet")
-        bouquet.commit(dict(files_of(judged, "met_bouquet/")))
+        met_bouquet_on_hub(bouquet, table, tmp_path / "judged")
         hub.grant("hf_reader", bouquet)
         workflow.write_config(met_bouquet_config())
         cache = tmp_path / "hf"
         workflow.run("prefetch", env=hub.environment(cache, token="hf_reader"))
-        assert {"met_bouquet/test/part-0.parquet", "met_bouquet/test/part-1.parquet"} <= {
-            download.split("/", 3)[3] for download in hub.downloads()
-        }
+        assert set(MET_BOUQUET_FILES) <= {download.split("/", 3)[3] for download in hub.downloads()}
         log = (workflow.workdir / "logs" / "prefetch.log").read_text()
         assert "metaeval judgements:" in log and bouquet.branches["main"] in log
         hub.clear()

@@ -3,40 +3,22 @@ laid out once per direction, and scored as the parquet files it came from."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from bouquet_eval.data.dataset import resolve_dataset
+from bouquet_eval.core.config import ConfigError
+from bouquet_eval.data.dataset import prepare_dataset, resolve_dataset
 
 from .conftest import SAMPLE, Workflow
+from .sample_forms import save_sample
 from .workflow_configs import SAMPLE_DIRECTIONS, SMALL_JOBS
 
 # `datasets` is in the main environment ([saved] extra); the vLLM and COMET environments, whose
 # runs select none of these tests, still collect this module.
 datasets = pytest.importorskip("datasets")
-
-
-def save_sample(folder: Path, as_dict: bool = False) -> None:
-    """The sample's rows in one table, directions interleaved, as `datasets` saves it."""
-    tables = [pq.read_table(path) for path in sorted(SAMPLE.glob("*.parquet"))]
-    table = pa.concat_tables(tables, promote_options="default")
-    # Directions interleaved, one row of each in turn: the layout must keep each one's order.
-    starts = [sum(t.num_rows for t in tables[:i]) for i in range(len(tables))]
-    longest = max(t.num_rows for t in tables)
-    order = [
-        start + row
-        for row in range(longest)
-        for start, t in zip(starts, tables, strict=True)
-        if row < t.num_rows
-    ]
-    saved = datasets.Dataset(table.take(order))
-    (datasets.DatasetDict({"test": saved, "dev": saved}) if as_dict else saved).save_to_disk(
-        str(folder)
-    )
 
 
 @pytest.mark.parametrize("as_dict", [False, True], ids=["Dataset", "DatasetDict"])
@@ -48,7 +30,14 @@ def test_a_saved_dataset_reads_as_its_parquet_files(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(Exception, match="has not been laid out"):
         resolve_dataset({"path": str(saved)}, fetch=False)
+    # As the workflow plans while Snakemake parses it: the directions, nothing written.
+    planned = resolve_dataset({"path": str(saved), "split": "test"}, prepare=False)
+    assert planned.directions() == SAMPLE_DIRECTIONS
+    assert not (tmp_path / ".snakemake").exists()
+    # Laid out once Snakemake plans the run.
+    prepare_dataset(planned)
     source = resolve_dataset({"path": str(saved), "split": "test"}, fetch=True)
+    assert source.root == planned.root and source.listed is None
     assert source.identity["saved_by"] == "datasets" and source.identity["fingerprint"]
     assert source.root.is_relative_to(tmp_path / ".snakemake" / "bouquet-eval")
     assert source.directions() == SAMPLE_DIRECTIONS
@@ -57,6 +46,22 @@ def test_a_saved_dataset_reads_as_its_parquet_files(
         pd.testing.assert_frame_equal(source.load(direction), original.load(direction))
     # Jobs read the layout their main process wrote.
     assert resolve_dataset({"path": str(saved)}, fetch=False).root == source.root
+
+
+def test_a_table_saved_again_after_planning_is_not_laid_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = tmp_path / "bouquet"
+    save_sample(saved)
+    monkeypatch.chdir(tmp_path)
+    planned = resolve_dataset({"path": str(saved)}, prepare=False)
+    # Another table in the folder: one direction of the sample.
+    shutil.rmtree(saved)
+    one = pd.read_parquet(SAMPLE / "eng_Latn-fra_Latn.parquet")
+    datasets.Dataset.from_pandas(one, preserve_index=False).save_to_disk(str(saved))
+    with pytest.raises(ConfigError, match="was saved again while the run was planned"):
+        prepare_dataset(planned)
+    assert not planned.root.exists()
 
 
 def test_the_workflow_scores_a_saved_dataset(workflow: Workflow, tmp_path: Path) -> None:

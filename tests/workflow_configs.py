@@ -31,6 +31,19 @@ def bounds_config(dataset: Path, **overrides) -> dict:
     }
 
 
+def met_bouquet_config() -> dict:
+    """The metaeval target on Met-BOUQuET (tests/hub_datasets.py), quick statistics."""
+    return {
+        "dataset": {"name": "facebook/bouquet", "revision": "main"},
+        "shards": 1,
+        "metrics": ["chrf"],
+        "resources": SMALL_JOBS,
+        "statistics": {"bootstrap_resamples": 10},
+        "metaeval": {"judgements": "met-bouquet", "permutation_trials": 10},
+        "models": [{"name": "reference", "translator": "reference"}],
+    }
+
+
 def recording_model(name: str, record: Path, **kwargs) -> dict:
     return {
         "name": name,

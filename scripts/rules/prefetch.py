@@ -14,7 +14,7 @@ def main(snakemake: SnakemakeJob) -> None:
         for line in fetch_all(metrics.needs_once_fetched()):
             log.info("%s", line)
         if plan.judgements is not None:
-            # Fetched while the plan was made, as the dataset is (metaeval.judgements).
+            # Downloaded while Snakemake planned the run, as the dataset is (metaeval.judgements).
             files = ", ".join(str(path) for path in plan.judgements.files)
             log.info("metaeval judgements: %s (%s)", files, dict(plan.judgements.identity))
 

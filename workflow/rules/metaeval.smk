@@ -5,6 +5,8 @@ if PLAN.judgements is not None:
 
     rule metaeval_inputs:
         input:
+            # Met-BOUQuET's files are downloaded into the cache while Snakemake plans.
+            once_while_planning,
             [str(path) for path in PLAN.judgements.files],
         output:
             judged_inputs(),

@@ -11,7 +11,8 @@ import sys
 
 from bouquet_eval.core.config import ConfigError
 from bouquet_eval.core.freshness import check_job, describe, stamp_input, stamp_path
-from bouquet_eval.data.dataset import download_dataset
+from bouquet_eval.data.dataset import prepare_dataset
+from bouquet_eval.data.judgements import download_judgements
 from bouquet_eval.planning.checks import stop_planning, warn_of_unset_api_keys
 from bouquet_eval.planning.estimate import api_estimates
 from bouquet_eval.planning.runs import locked_by_a_live_run, remove_stale_locks
@@ -33,8 +34,11 @@ def once_while_planning(wildcards=None):
     PLANNED.append(True)
     give_jobs_the_package()
     try:
-        # Every job reads the dataset's files: they are fetched and checked before any starts.
-        download_dataset(DATASET)
+        # Every job reads the dataset's files: they are downloaded (a dataset on the Hub) or
+        # laid out (one saved by `datasets`) and checked before any starts. Met-BOUQuET's
+        # judgements, which the plan read from the Hub, are downloaded into the cache too.
+        prepare_dataset(DATASET)
+        download_judgements(PLAN.judgements)
         CHECKED_DATASET_FILES.append(DATASET.check_files(DIRECTIONS, DATASET_INDEX))
         announce_selection(
             DATASET,

@@ -9,9 +9,10 @@ script of one's own, a shell) it defaults to the repository this package is impo
 Command lines the project prints name the Snakefile by its absolute path and the configuration
 files by theirs, so that they work from any directory: `given_configfiles` reads them from the
 process's command line (`sys.argv`), which is all this module reads besides the environment;
-the workflow reads it so only to print a message (a dataset the Hugging Face cache lacks, while
-Snakemake parses it). What a message tells the user to do is said in the terms of the interface
-they use (`interface`). Nothing here writes.
+the workflow reads it so only to print how to fetch what the Hugging Face cache lacks and the
+Hub cannot give (`fetch_hint`): the dataset or Met-BOUQuET's judgements while Snakemake parses
+or plans the run, a model or tokenizer when it starts or in a job. What a message tells the
+user to do is said in the terms of the interface they use (`interface`). Nothing here writes.
 """
 
 from __future__ import annotations

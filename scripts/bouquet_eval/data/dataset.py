@@ -1,7 +1,8 @@
 """The BOUQuET dataset: where its files are, which directions exist, and reading one direction.
 
 The benchmark configurations hold one parquet file per direction, named `<src>-<tgt>.parquet`,
-either in the Hugging Face dataset repository or in a local copy of that layout.
+either in the Hugging Face dataset repository or in a local copy of that layout; a folder that
+`datasets`' save_to_disk wrote is laid out so (`bouquet_eval.data.saved`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.languages import split_direction
 from bouquet_eval.data import hub
-from bouquet_eval.data.saved import is_saved_by_datasets, saved_layout
+from bouquet_eval.data.saved import SavedTable, is_saved_by_datasets, saved_layout, write_layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,8 +67,11 @@ class DatasetSource:
     root: Path
     identity: dict[str, Any]
     listed: tuple[str, ...] | None = None
-    """The names of the folder's files as the Hub listed them, when they are yet to be
-    downloaded into `root` (`resolve_dataset(download=False)`, then `download_dataset`)."""
+    """The names of the folder's files, when they are yet to be downloaded or written into
+    `root` (`resolve_dataset(prepare=False)`, then `prepare_dataset`): as the Hub listed them,
+    or as the directions of a table saved by `datasets` name them."""
+    saved: SavedTable | None = None
+    """The table saved by `datasets` that `root` is to lay out, until it is written."""
 
     def file(self, direction: Direction) -> Path:
         return self.root / f"{direction.name}.parquet"
@@ -285,18 +289,19 @@ def _read_index(index: Path | None) -> dict[str, Any]:
 
 
 def resolve_dataset(
-    settings: dict[str, Any], *, fetch: bool = True, download: bool = True
+    settings: dict[str, Any], *, fetch: bool = True, prepare: bool = True
 ) -> DatasetSource:
     """Find the dataset's files: a local folder (of parquet files, or one that `datasets`'
     save_to_disk wrote, see `bouquet_eval.data.saved`), or the hub snapshot at the configured
     revision.
 
     From the hub, `fetch=True` resolves the revision on the Hub (a branch that moved is
-    noticed) and, with `download`, downloads what the cache lacks; without `download` only the
-    Hub's listing is read and nothing is written (`download_dataset` downloads later: the
-    workflow plans this way while Snakemake parses it). `fetch=False` reads only the local
-    cache, as the workflow's jobs do once its main process has fetched (see
-    `bouquet_eval.data.hub`).
+    noticed) and, with `prepare`, downloads what the cache lacks; without `prepare` only the
+    Hub's listing is read. A folder saved by `datasets` is laid out per direction where
+    `fetch` and `prepare`; without `prepare` only its table is read. Without `prepare` nothing
+    is written (`prepare_dataset` downloads or lays out later: the workflow plans this way
+    while Snakemake parses it). `fetch=False` reads only the local cache or the layout, as the
+    workflow's jobs do once its main process has made them (see `bouquet_eval.data.hub`).
     """
     if settings.get("path"):
         root = expand_path(settings["path"])
@@ -305,9 +310,11 @@ def resolve_dataset(
         if not root.is_dir():
             raise ConfigError(f"dataset.path: directory '{root}' not found", "dataset.path")
         if is_saved_by_datasets(root):
-            return DatasetSource(*saved_layout(root, settings.get("split", "test"), fetch=fetch))
+            split = settings.get("split", "test")
+            layout, identity, names, saved = saved_layout(root, split, fetch=fetch, write=prepare)
+            return DatasetSource(layout, identity, names, saved)
         return DatasetSource(root.resolve(), {"path": str(root.resolve())})
-    return _hub_snapshot(settings, fetch, download)
+    return _hub_snapshot(settings, fetch, prepare)
 
 
 def _hub_snapshot(settings: dict[str, Any], fetch: bool, download: bool) -> DatasetSource:
@@ -348,11 +355,16 @@ def _hub_snapshot(settings: dict[str, Any], fetch: bool, download: bool) -> Data
     return DatasetSource(snapshot / subdir, identity, listed)
 
 
-def download_dataset(source: DatasetSource) -> None:
-    """Download what the cache lacks of a dataset resolved without downloading; nothing for a
-    local folder or a dataset read from the cache. ConfigError when the revision has moved on
-    the Hub since it was resolved: the plan was made for the commit it named then."""
+def prepare_dataset(source: DatasetSource) -> None:
+    """Make the files of a dataset resolved without them (`resolve_dataset(prepare=False)`):
+    download what the cache lacks of a dataset on the Hub, or lay out a table saved by
+    `datasets`; nothing for a dataset whose files are there. ConfigError when the dataset
+    changed since it was resolved (the revision moved on the Hub, the table was saved again):
+    the plan was made for what it was then."""
     if source.listed is None:
+        return
+    if source.saved is not None:
+        write_layout(source.saved, source.root)
         return
     identity = source.identity
     settings = {key: identity[key] for key in ("name", "config", "split", "revision")}

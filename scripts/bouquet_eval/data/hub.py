@@ -150,13 +150,21 @@ class Located:
 
 
 def locate(
-    repo_id: str, repo_type: str, revision: str, folder: str, *, what: str, otherwise: str = ""
+    repo_id: str,
+    repo_type: str,
+    revision: str,
+    folder: str,
+    *,
+    what: str,
+    otherwise: str = "",
+    recursive: bool = False,
 ) -> Located | None:
-    """Ask the Hub which commit `revision` is and which files `folder` holds there, writing
-    nothing: neither the cache nor its record of the revision changes (`snapshot` with
-    `fetch=True` then downloads them). None when the Hub cannot be asked (HF_HUB_OFFLINE, no
-    network, an error status) and the cache holds the repository at `revision`: it is read as
-    it is, as `snapshot` would read it; HubError when it does not, or the revision is unknown.
+    """Ask the Hub which commit `revision` is and which files `folder` holds there (in its
+    folders too where `recursive`), writing nothing: neither the cache nor its record of the
+    revision changes (`snapshot` with `fetch=True` then downloads them). None when the Hub
+    cannot be asked (HF_HUB_OFFLINE, no network, an error status) and the cache holds the
+    repository at `revision`: it is read as it is, as `snapshot` would read it; HubError when
+    it does not, or the revision is unknown.
     """
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
@@ -174,7 +182,11 @@ def locate(
         try:
             entries = list(
                 api.list_repo_tree(
-                    repo_id, path_in_repo=folder, repo_type=repo_type, revision=commit
+                    repo_id,
+                    path_in_repo=folder,
+                    recursive=recursive,
+                    repo_type=repo_type,
+                    revision=commit,
                 )
             )
         except EntryNotFoundError:  # no such folder at that commit
@@ -193,6 +205,26 @@ def locate(
         entry.path.removeprefix(f"{folder}/") for entry in entries if isinstance(entry, RepoFile)
     )
     return Located(cached / "snapshots" / commit, tuple(names))
+
+
+def read_file(
+    repo_id: str, repo_type: str, commit: str, filename: str, *, what: str, otherwise: str = ""
+) -> bytes:
+    """The content of one file of the repository at `commit`, read from the Hub into memory:
+    nothing is written, the cache is left as it is. HubError says why it cannot be had."""
+    from huggingface_hub import constants, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    url = hf_hub_url(repo_id, filename, repo_type=repo_type, revision=commit)
+    try:
+        # The wait `hf_hub_download` allows for an answer (HF_HUB_DOWNLOAD_TIMEOUT).
+        timeout = constants.HF_HUB_DOWNLOAD_TIMEOUT
+        response = get_session().get(url, headers=build_hf_headers(), timeout=timeout)
+        hf_raise_for_status(response)
+    except Exception as error:
+        explained = explain(error, what, repository_url(repo_id, repo_type), True, otherwise)
+        raise HubError(explained) from None
+    return response.content
 
 
 def fetch(need: HubFiles) -> Fetched:

@@ -10,10 +10,17 @@ Everything is checked before any job starts, and a fault is named by file, row (
 the header not counted) and field: a missing column, a missing or non-numeric score, a
 malformed language code or a direction the dataset lacks, a missing text, and one system's
 segment judged twice.
+
+Met-BOUQuET is read through the Hugging Face cache, and the workflow writes nothing while
+Snakemake parses it: its main process asks the Hub which commit the revision is and which files
+it holds there (`met_bouquet_files`), reads them from the cache where it holds them, else from
+the Hub into memory (the judged systems decide the plan's jobs), and downloads them into the
+cache once Snakemake plans the run (`download_judgements`), before any job reads them there.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +49,8 @@ MET_BOUQUET_REPOSITORY = "facebook/bouquet"
 MET_BOUQUET_FOLDER = "met_bouquet"
 # The Hub matches patterns with fnmatch, whose `*` also matches `/`: files at any depth.
 MET_BOUQUET_PATTERN = f"{MET_BOUQUET_FOLDER}/*.parquet"
+LOCAL_COPY = "; or set metaeval.judgements to a local copy of the table"
+"""What else a user can do when Met-BOUQuET cannot be had from the Hub."""
 
 FIELDS: tuple[str, ...] = ("src_lang", "tgt_lang", "source", "translation", "reference")
 FIELDS += ("system", "score", "segment")
@@ -76,25 +85,48 @@ class JudgementSource:
     """What the judgements are, for the manifest: a path, or Met-BOUQuET's revision and commit."""
     assumed_layout: bool = False
     """Whether the column names are Met-BOUQuET's as assumed (messages then say so)."""
+    downloads_into: Path | None = None
+    """Met-BOUQuET's folder in the Hugging Face cache at its commit, while its `files` are yet
+    to be downloaded there (`download_judgements`); until then they are read from the Hub."""
 
     def load(self, known_directions: Iterable[Direction] | None = None) -> pd.DataFrame:
         """Every file's rows, checked (`check_judgements`), in one table."""
         import pandas as pd
 
-        frames = [
-            check_judgements(
-                read_table(path),
-                path,
-                self.columns,
-                known_directions,
-                self.higher_is_better,
-                self.assumed_layout,
+        frames = []
+        for path in self.files:
+            frame, named = self._read(path)
+            frames.append(
+                check_judgements(
+                    frame,
+                    named,
+                    self.columns,
+                    known_directions,
+                    self.higher_is_better,
+                    self.assumed_layout,
+                )
             )
-            for path in self.files
-        ]
         table = pd.concat(frames, ignore_index=True)
         _check_repeats(table)
         return table
+
+    def _read(self, path: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:
+        """One file's table (`columns` of it, where given) and its name for messages: the file,
+        or its address on the Hub while it is read from there, into memory."""
+        if self.downloads_into is None or path.is_file():
+            return read_table(path, columns), str(path)
+        name = path.relative_to(self.downloads_into).as_posix()
+        commit = self.downloads_into.name
+        content = hub.read_file(
+            MET_BOUQUET_REPOSITORY,
+            "dataset",
+            commit,
+            name,
+            what=f"Met-BOUQuET ({MET_BOUQUET_REPOSITORY}@{commit}, {name})",
+            otherwise=LOCAL_COPY,
+        )
+        address = f"hf://datasets/{MET_BOUQUET_REPOSITORY}@{commit}/{name}"
+        return read_table(path, columns, content), address
 
     def planned_rows(self) -> pd.DataFrame:
         """Only what planning needs, unchecked: each row's system, src_lang and tgt_lang, read
@@ -105,7 +137,7 @@ class JudgementSource:
         fields = ("system", "src_lang", "tgt_lang")
         names = [str(self.columns[field]) for field in fields]
         return pd.concat(
-            [read_table(path, names)[names].set_axis(fields, axis=1) for path in self.files],
+            [self._read(path, names)[0][names].set_axis(fields, axis=1) for path in self.files],
             ignore_index=True,
         )
 
@@ -121,14 +153,21 @@ def resolve_judgements(
     higher = bool(settings["higher_is_better"])
     if given == MET_BOUQUET:
         revision = settings["revision"]
-        files, commit = met_bouquet_files(revision, fetch=fetch)
+        files, commit, downloads_into = met_bouquet_files(revision, fetch=fetch)
         identity = {
             "name": MET_BOUQUET_REPOSITORY,
             "files": MET_BOUQUET_PATTERN,
             "revision": revision,
             "commit": commit,
         }
-        return JudgementSource(tuple(files), columns, higher, identity, assumed_layout=True)
+        return JudgementSource(
+            tuple(files),
+            columns,
+            higher,
+            identity,
+            assumed_layout=True,
+            downloads_into=downloads_into,
+        )
     path = expand_path(given, home)
     if not path.is_file():
         raise ConfigError(f"metaeval.judgements: file '{path}' not found", "metaeval.judgements")
@@ -141,23 +180,51 @@ def resolve_judgements(
     return JudgementSource((path,), columns, higher, {"path": str(path.resolve())})
 
 
-def met_bouquet_files(revision: str, *, fetch: bool) -> tuple[list[Path], str]:
-    """Met-BOUQuET's parquet files at `revision` (from the Hub cache, filled first when `fetch`),
-    and the commit the revision resolved to. A repository without the assumed folder is named
-    with what it holds instead."""
+def met_bouquet_files(revision: str, *, fetch: bool) -> tuple[list[Path], str, Path | None]:
+    """Met-BOUQuET's parquet files at `revision` in the Hub cache, the commit the revision
+    resolved to, and the cache folder of that commit while the files are yet to be downloaded
+    there (`download_judgements`), else None. Nothing is written.
+
+    `fetch=True` asks the Hub which commit the revision is and which files it holds there, and
+    reads the cache as it is where the Hub cannot be asked; `fetch=False` reads only the cache
+    (a job, once the workflow's main process has downloaded them). A repository without the
+    assumed folder is named with what it holds instead."""
     what = f"Met-BOUQuET ({MET_BOUQUET_REPOSITORY}@{revision}, {MET_BOUQUET_PATTERN})"
-    snapshot = hub.snapshot(
-        MET_BOUQUET_REPOSITORY,
-        "dataset",
-        revision,
-        [MET_BOUQUET_PATTERN],
-        fetch=fetch,
-        what=what,
-        otherwise="; or set metaeval.judgements to a local copy of the table",
-    )
-    files = sorted((snapshot / MET_BOUQUET_FOLDER).rglob("*.parquet"))
+    located = None
+    if fetch:
+        located = hub.locate(
+            MET_BOUQUET_REPOSITORY,
+            "dataset",
+            revision,
+            MET_BOUQUET_FOLDER,
+            what=what,
+            otherwise=LOCAL_COPY,
+            recursive=True,
+        )
+    downloads_into = None
+    if located is None:
+        snapshot = hub.snapshot(
+            MET_BOUQUET_REPOSITORY,
+            "dataset",
+            revision,
+            [MET_BOUQUET_PATTERN],
+            fetch=False,
+            what=what,
+            otherwise=LOCAL_COPY,
+        )
+        files = sorted((snapshot / MET_BOUQUET_FOLDER).rglob("*.parquet"))
+    else:
+        snapshot = located.snapshot
+        folder = snapshot / MET_BOUQUET_FOLDER
+        files = sorted(folder / name for name in located.names if name.endswith(".parquet"))
+        if not all(path.is_file() for path in files):
+            downloads_into = snapshot
     if not files:
-        holds = _repository_folders(revision, snapshot.name) if fetch else "(not listed offline)"
+        holds = (
+            _repository_folders(revision, snapshot.name)
+            if located is not None
+            else "(not listed offline)"
+        )
         raise ConfigError(
             f"{what}: no parquet files under {MET_BOUQUET_FOLDER}/ at commit {snapshot.name}: the "
             f"layout docs/metaeval.md assumes differs from the repository, which holds {holds}; "
@@ -165,7 +232,31 @@ def met_bouquet_files(revision: str, *, fetch: bool) -> tuple[list[Path], str]:
             "metaeval.columns naming its columns",
             "metaeval.judgements",
         )
-    return files, snapshot.name
+    return files, snapshot.name, downloads_into
+
+
+def download_judgements(judgements: JudgementSource | None) -> None:
+    """Download Met-BOUQuET's files into the Hugging Face cache where the plan read them from
+    the Hub (`JudgementSource.downloads_into`); nothing otherwise. ConfigError when the revision
+    has moved on the Hub since: the plan was made for the commit it named then."""
+    if judgements is None or judgements.downloads_into is None:
+        return
+    identity = judgements.identity
+    revision = identity["revision"]
+    snapshot = hub.snapshot(
+        MET_BOUQUET_REPOSITORY,
+        "dataset",
+        revision,
+        [MET_BOUQUET_PATTERN],
+        fetch=True,
+        what=f"Met-BOUQuET ({MET_BOUQUET_REPOSITORY}@{revision}, {MET_BOUQUET_PATTERN})",
+        otherwise=LOCAL_COPY,
+    )
+    if snapshot.name != identity["commit"]:
+        raise ConfigError(
+            f"Met-BOUQuET ({MET_BOUQUET_REPOSITORY}@{revision}) moved on the Hub from commit "
+            f"{identity['commit']} to {snapshot.name} while the run was planned: start it again"
+        )
 
 
 def _repository_folders(revision: str, commit: str) -> str:
@@ -181,27 +272,31 @@ def _repository_folders(revision: str, commit: str) -> str:
     return "top-level entries " + ", ".join(folders[:20])
 
 
-def read_table(path: Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def read_table(
+    path: Path, columns: Sequence[str] | None = None, content: bytes | None = None
+) -> pd.DataFrame:
     """A parquet, CSV, TSV or JSON Lines table, every value as stored (CSV cells as text);
-    only `columns` where given (JSON Lines is read whole, then cut)."""
+    only `columns` where given (JSON Lines is read whole, then cut). `content`: the file's
+    bytes, where they were read elsewhere (its name still tells the format)."""
     import pandas as pd
 
     kind = TABLE_SUFFIXES.get(path.suffix.lower())
     wanted = None if columns is None else list(columns)
+    source: Path | io.BytesIO = path if content is None else io.BytesIO(content)
     try:
         if kind == "parquet":
-            return pd.read_parquet(path, columns=wanted)
+            return pd.read_parquet(source, columns=wanted)
         if kind in ("csv", "tsv"):
             # Text, so that a score such as "n/a" is named rather than turned into NaN.
             return pd.read_csv(
-                path,
+                source,
                 sep="," if kind == "csv" else "\t",
                 dtype=str,
                 keep_default_na=False,
                 usecols=wanted,
             )
         if kind == "jsonl":
-            whole = pd.read_json(path, lines=True, dtype=False)
+            whole = pd.read_json(source, lines=True, dtype=False)
             return whole if wanted is None else whole[wanted]
     except (ValueError, OSError) as error:
         raise JudgementError(
@@ -212,7 +307,7 @@ def read_table(path: Path, columns: Sequence[str] | None = None) -> pd.DataFrame
 
 def check_judgements(
     frame: pd.DataFrame,
-    path: Path,
+    path: Path | str,
     columns: Mapping[str, str | None],
     known_directions: Iterable[Direction] | None = None,
     higher_is_better: bool = True,
@@ -279,7 +374,7 @@ def check_judgements(
 class _Locator:
     """Names a row's field: `judgements file F, row R, field score (column 'xsts')`."""
 
-    def __init__(self, path: Path, columns: Mapping[str, str | None]) -> None:
+    def __init__(self, path: Path | str, columns: Mapping[str, str | None]) -> None:
         self.path = path
         self.columns = columns
 

@@ -21,7 +21,7 @@ from bouquet_eval.planning.cost import token_cost
 from bouquet_eval.planning.plan import ModelPlan, Plan
 from bouquet_eval.translators import load_prompt_fn
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
-from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache
+from bouquet_eval.translators.request_cache import RequestCache
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ def estimate_model(model: ModelPlan, plan: Plan) -> Estimate:
     system_prompt = model.arguments.get("system_prompt")
     system = count(system_prompt) if system_prompt else 0
     # Requests are told apart as the translator does; the key is no part of them.
-    cache = model.folder / REQUEST_CACHE
+    cache = model.request_cache
+    if cache is None:  # the API's translator keeps one (`Backend.request_cache`)
+        raise ValueError(f"model '{model.name}' keeps no answers to tell sent requests by")
     keyed = OpenAIChatTranslator(**{**model.arguments, "api_key_env": None}, cache_dir=cache)
     sent = set(RequestCache(cache).answers())
     requests = input_tokens = output_tokens = 0

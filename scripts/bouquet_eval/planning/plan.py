@@ -6,12 +6,16 @@ dataset or the secrets' names from the configuration themselves. Snakemake recor
 parameters only when they are builtin values, so these objects never make it rerun a job:
 whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
 
-Building a plan reads files (the configuration's schema, the dataset's folder or the Hugging
-Face cache) and, for a dataset on the Hub where `fetch` is set, asks the Hub which commit the
-dataset's revision is and which files it holds there. It downloads nothing and writes nothing,
-and changes no environment variable: the workflow's main process downloads the dataset's files
-(`data.dataset.download_dataset`), checks them and announces the selection once Snakemake plans
-the run, not while it parses the workflow.
+Building a plan writes nothing and changes no environment variable. It reads files: the
+configuration's schema, the dataset's folder, a table saved by `datasets` (whose language
+columns name the directions until it is laid out per direction), the Hugging Face cache, a
+local table of human judgements. Where `fetch` is set (the workflow's main process), it asks
+the Hub which commit the revision of a dataset on the Hub, and of Met-BOUQuET, is and which
+files it holds there, and reads Met-BOUQuET's files from the Hub into memory where the cache
+lacks them (the judged systems decide the plan's jobs). The workflow's main process downloads
+the dataset's files or lays the saved table out (`data.dataset.prepare_dataset`), downloads
+Met-BOUQuET's files (`data.judgements.download_judgements`), checks the dataset's files and
+announces the selection once Snakemake plans the run, not while it parses the workflow.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from bouquet_eval.translators.backends import (
     translator_arguments,
 )
 from bouquet_eval.translators.prompt import PROMPT_TEMPLATE
+from bouquet_eval.translators.request_cache import REQUEST_CACHE
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,11 @@ class ModelPlan:
     """What its translate jobs load from the Hub (`data.prefetch`)."""
     resources: Mapping[str, Any] = field(default_factory=dict)
     """Its own `resources`, over the configuration's for its translate jobs."""
+    request_cache: Path | None = None
+    """Where its translator keeps every paid answer as it arrives, which its translate jobs
+    hand it (`Backend.request_cache`); None for a translator that keeps none."""
+    takes_limit: bool = False
+    """Whether its translate jobs hand its translator the run's `limit` (`Backend.takes_limit`)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -239,8 +249,9 @@ def load_plan(
     config: dict[str, Any], schema: Path, sources: Sources, *, fetch: bool = True
 ) -> Plan:
     """Validate `config` in place (filling defaults) and plan from it; ConfigError names the
-    setting at fault. `fetch`: whether the Hub may be asked which files the dataset holds
-    (see `data.dataset.resolve_dataset`); nothing is downloaded."""
+    setting at fault. `fetch`: whether the Hub may be asked which files the dataset and
+    Met-BOUQuET hold, and Met-BOUQuET's files read from it into memory (see
+    `data.dataset.resolve_dataset`, `data.judgements.met_bouquet_files`); nothing is written."""
     plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
@@ -250,7 +261,7 @@ def load_plan(
     dataset_settings = dict(config["dataset"])
     if dataset_settings.get("path"):
         dataset_settings["path"] = str(expand_path(dataset_settings["path"], home))
-    dataset = resolve_dataset(dataset_settings, fetch=fetch, download=False)
+    dataset = resolve_dataset(dataset_settings, fetch=fetch, prepare=False)
     selected = select_directions(
         dataset.directions(),
         src_filter=config["directions"]["src_langs"],
@@ -399,6 +410,8 @@ def plan_model(
         weights=weights,
         hub_needs=tuple(model_hub_needs(name, weights, entry.get("engine_args") or {})),
         resources=entry.get("resources") or {},
+        request_cache=folder / REQUEST_CACHE if backend and backend.request_cache else None,
+        takes_limit=bool(backend and backend.takes_limit),
     )
 
 

@@ -35,11 +35,9 @@ from bouquet_eval.translators import (
     load_prompt_fn,
     load_translator,
 )
-from bouquet_eval.translators.backends import BACKENDS
 from bouquet_eval.translators.prompt import PromptFn
 from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
-from bouquet_eval.translators.request_cache import REQUEST_CACHE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,14 +75,13 @@ def translate_planned(
     stall_timeout: float | None = None,
 ) -> None:
     """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
-    backend = BACKENDS.get(model.translator)
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
         arguments = dict(model.arguments)
-        if backend is not None and backend.request_cache:
+        if model.request_cache is not None:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
-            arguments["cache_dir"] = str(model.folder / REQUEST_CACHE)
-        if backend is not None and backend.takes_limit:
+            arguments["cache_dir"] = str(model.request_cache)
+        if model.takes_limit:
             arguments["limit"] = limit
         return (
             load_translator(model.translator, arguments),
