@@ -254,17 +254,15 @@ def sentences_data(
     column: str,
     lower: bool,
 ) -> dict[str, Any]:
-    """Per direction: its chosen sentences (source, reference, each model's output and score),
-    each model's worst ones and a sample; texts are stored once per sentence, and a model's
-    output only where the page shows it (the sample, and that model's worst sentences), so
-    that the page grows with the number of models, not with its square."""
+    """`sentences_json` from the models' rows: their worst sentences on `column` and the
+    first model's sample, their texts and every model's score of them read from the
+    scored_rows files in `paths`."""
     worst = {
         model: worst_sentences(rows_by_model[model], column, lower, WORST_SENTENCES)
         for model in models
     }
     sample = sample_sentences(rows_by_model[models[0]])
-    wanted = pd.concat([*worst.values(), sample], ignore_index=True)[[*GROUP_COLUMNS, "uniq_id"]]
-    wanted = wanted.astype({"uniq_id": str}).drop_duplicates()
+    wanted = wanted_sentences(worst, sample)
     base = read_texts(paths[models[0]], wanted, ("src_text", "ref_text"))
     for model in models:
         outputs = read_texts(paths[model], wanted, ("mt_text", column))
@@ -273,6 +271,30 @@ def sentences_data(
             on=[*GROUP_COLUMNS, "uniq_id"],
             how="left",
         )
+    return sentences_json(worst, sample, base, models, column, lower)
+
+
+def wanted_sentences(worst: Mapping[str, pd.DataFrame], sample: pd.DataFrame) -> pd.DataFrame:
+    """The sentences the page holds, once each: every model's worst, then the sample."""
+    wanted = pd.concat([*worst.values(), sample])[[*GROUP_COLUMNS, "uniq_id"]]
+    return wanted.astype({"uniq_id": str}).drop_duplicates()
+
+
+def sentences_json(
+    worst: Mapping[str, pd.DataFrame],
+    sample: pd.DataFrame,
+    base: pd.DataFrame,
+    models: Sequence[str],
+    column: str,
+    lower: bool,
+) -> dict[str, Any]:
+    """Per direction: its chosen sentences (source, reference, each model's output and score),
+    each model's worst ones (`worst`, as `worst_sentences` gives them) and the sample
+    (`sample_sentences`); `base` holds one row per sentence of `wanted_sentences`, in its
+    order: its keys, `src_text`, `ref_text`, and per model `mt|<model>` and `score|<model>`.
+    Texts are stored once per sentence, and a model's output only where the page shows it
+    (the sample, and that model's worst sentences), so that the page grows with the number of
+    models, not with its square."""
     samples = set(map(tuple, sample[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
     shown = {
         model: samples | set(map(tuple, chosen[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
