@@ -300,20 +300,36 @@ def sentences_json(
         model: samples | set(map(tuple, chosen[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
         for model, chosen in worst.items()
     }
+    ordered = base.sort_values(GROUP_COLUMNS, kind="stable")
+    count = len(ordered)
+
+    def values(name: str) -> list[Any]:
+        return ordered[name].tolist() if name in ordered else [None] * count
+
+    keys = list(zip(*(map(str, values(name)) for name in (*GROUP_COLUMNS, "uniq_id")), strict=True))
+    scores = np.full((count, len(models)), np.nan)
+    for position, model in enumerate(models):
+        if f"score|{model}" in ordered:
+            scores[:, position] = ordered[f"score|{model}"].to_numpy(dtype=float)
+    rounded = _rounded(scores.ravel())
+    outputs = [values(f"mt|{model}") for model in models]
     directions: dict[str, dict[str, Any]] = {}
-    for record in base.sort_values(GROUP_COLUMNS, kind="stable").to_dict(orient="records"):
-        key = (str(record["src_lang"]), str(record["tgt_lang"]), str(record["uniq_id"]))
+    for row, (key, source, reference) in enumerate(
+        zip(keys, values("src_text"), values("ref_text"), strict=True)
+    ):
         entry = directions.setdefault(f"{key[0]}-{key[1]}", {"sentences": {}, "worst": {}})
         entry["sentences"][key[2]] = [
-            record.get("src_text"),
-            record.get("ref_text"),
-            [record.get(f"mt|{m}") if key in shown[m] else None for m in models],
-            _rounded(np.array([record.get(f"score|{m}") for m in models], dtype=float)),
+            source,
+            reference,
+            [outputs[m][row] if key in shown[model] else None for m, model in enumerate(models)],
+            rounded[row * len(models) : (row + 1) * len(models)],
         ]
     for model, chosen in worst.items():
-        for (src, tgt), group in chosen.groupby(GROUP_COLUMNS, sort=False):
-            entry = directions[f"{src}-{tgt}"]
-            entry["worst"][model] = [str(u) for u in group["uniq_id"]]
+        # By direction in the order they come, each direction's in its order.
+        for src, tgt, uniq_id in zip(
+            chosen["src_lang"], chosen["tgt_lang"], chosen["uniq_id"], strict=True
+        ):
+            directions[f"{src}-{tgt}"]["worst"].setdefault(model, []).append(str(uniq_id))
     for record in sample.to_dict(orient="records"):
         directions[f"{record['src_lang']}-{record['tgt_lang']}"]["sample"] = str(record["uniq_id"])
     languages = sorted({code for name in directions for code in name.split("-")})
