@@ -287,7 +287,10 @@ def main() -> None:
             f"{with_extracts / baseline['wall_s']:.2f}x the baseline's wall time"
         )
         if count == 5:
-            at_five = (jobs[count, "wall_s"], jobs[count, "wall_s"] / baseline["wall_s"])
+            at_five = {
+                clock: (jobs[count, clock], jobs[count, clock] / baseline[clock])
+                for clock in ("wall_s", "cpu_s")
+            }
     small, large = (
         sorted(arguments.models)[-2:] if len(arguments.models) > 1 else (largest, largest)
     )
@@ -305,15 +308,19 @@ def main() -> None:
                 f"adding a model to {largest} ({label}, {clock[:-2]}): {added:.1f} s against "
                 f"{scratch:.1f} s from scratch: {added / scratch:.2f} of it"
             )
-    print("targets (wall time):")
+    # Wall time is what the targets name; on shared cores the CPU time is the steadier.
+    print("targets (wall time; CPU time):")
     if at_five is not None:
-        seconds, ratio = at_five
-        print(f"  5 models within 60 s: {seconds:.1f} s, {'met' if seconds <= 60 else 'NOT met'}")
-        print(f"  5 models at most 3x the baseline: {ratio:.2f}x, {met(ratio <= 3)}")
-    print(f"  {small} -> {large} models at most 2.2x: {growth['wall_s']:.2f}x, "
-          f"{met(growth['wall_s'] <= 2.2)}")  # fmt: skip
+        (seconds, ratio), (cpu_seconds, cpu_ratio) = at_five["wall_s"], at_five["cpu_s"]
+        print(f"  5 models within 60 s: {seconds:.1f} s; {cpu_seconds:.1f} CPU-s, "
+              f"{met(seconds <= 60)}")  # fmt: skip
+        print(f"  5 models at most 3x the baseline: {ratio:.2f}x; {cpu_ratio:.2f}x, "
+              f"{met(ratio <= 3)}")  # fmt: skip
+    print(f"  {small} -> {large} models at most 2.2x: {growth['wall_s']:.2f}x; "
+          f"{growth['cpu_s']:.2f}x, {met(growth['wall_s'] <= 2.2)}")  # fmt: skip
     share = added_share["leaderboard + report", "wall_s"]
-    print(f"  adding a model at most a fifth: {share:.2f}, {met(share <= 0.2)}")
+    print(f"  adding a model at most a fifth: {share:.3f}; "
+          f"{added_share['leaderboard + report', 'cpu_s']:.3f}, {met(share <= 0.2)}")  # fmt: skip
     print(f"  peak memory at most 1 GB: {max(peaks):.0f} MB, {met(max(peaks) <= 1000)}")
 
 
