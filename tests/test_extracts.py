@@ -138,9 +138,11 @@ def test_an_extract_round_trips(output: Path) -> None:
     assert (read.worst, read.sample) == (made.worst, made.sample)
     pd.testing.assert_frame_equal(read.rows, made.rows)
     for column in COLUMNS:
-        assert made.violins[column] is not None and read.violins[column] is not None
-        for key, value in made.violins[column].items():
-            np.testing.assert_array_equal(read.violins[column][key], value)
+        made_violin, read_violin = made.violins[column], read.violins[column]
+        assert made_violin is not None and read_violin is not None
+        assert read_violin.keys() == made_violin.keys()
+        for key, value in made_violin.items():
+            np.testing.assert_array_equal(read_violin[key], value)
     # The worst MetricX sentences of a direction are its highest, ties in the rows' order.
     first = made.rows.loc[made.worst["metricx"][:3]]
     assert first["metricx"].is_monotonic_decreasing
