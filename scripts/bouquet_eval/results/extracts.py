@@ -2,19 +2,20 @@
 
 The report's pages that span models need little of a model's ~900,000 sentence scores: per
 score column the statistics of its violin (`violin_of`), its worst sentences in each direction
-(`views.worst_sentences`), and one sample sentence per direction (`views.sample_sentences`),
-with the model's output of each. Each model's `heatmaps` job takes them from its
+on the primary metric (`views.worst_sentences`), and one sample sentence per direction
+(`views.sample_sentences`), with their texts. Each model's `heatmaps` job takes them from its
 scored_rows.parquet (`model_extract`) into report_extract.parquet beside it, tracked like any
 other output: new scores make a new extract. The leaderboard job then reads the extracts and,
 of each model's rows, only the column of the primary metric (`from_extracts`): adding a model
 reads its extract, not every model's rows and texts again.
 
 The sentences page also shows every model's score of the other models' worst sentences, and
-the source and reference of each (the first model's, as read from its rows). They are found
-by position, which holds when every model lists the same sentences in the same order (the
-`ReportExtract.sentences` digests are equal). Where they do not, where an extract lacks a
-column the report asks for, or where the primary metric's scores are not those the extract was
-made from (a stale extract), the report is made from the models' rows, as without extracts.
+each sentence's source and reference, which the page took from the first model's rows. Both are
+found by position, which holds when every model lists the same sentences, with the same
+sources and references, in the same order (the `ReportExtract.sentences` digests are equal).
+Where they do not, where an extract lacks what the report asks for, or where the primary
+metric's scores are not those the extract was made from (a stale extract), the report is made
+from the models' rows, as without extracts.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pandas as pd
 
 from bouquet_eval.core.io import atomic_path
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
+from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import (
     WORST_SENTENCES,
     sample_sentences,
@@ -105,7 +107,7 @@ def scan_texts(path: Path, positions: np.ndarray) -> tuple[str, pd.DataFrame]:
         ]
         # Per hashed column, its lengths and its characters apart: the digest is the same
         # whatever the file's row groups and batches.
-        digests = {(c, part): hashlib.blake2b(digest_size=16) for c in hashed for part in (0, 1)}
+        digests = {(c, part): hashlib.sha256() for c in hashed for part in (0, 1)}
         taken, start = [], 0
         for batch in scored.iter_batches(columns=list(dict.fromkeys([*hashed, *kept]))):
             for column in hashed:
@@ -115,7 +117,7 @@ def scan_texts(path: Path, positions: np.ndarray) -> tuple[str, pd.DataFrame]:
             if kept and inside.size:
                 taken.append(batch.select(kept).take(pa.array(inside - start)))
             start += batch.num_rows
-    total = hashlib.blake2b(f"{start}:{','.join(hashed)}".encode(), digest_size=16)
+    total = hashlib.sha256(f"{start}:{','.join(hashed)}".encode())
     for digest in digests.values():
         total.update(digest.digest())
     texts = (
@@ -148,7 +150,7 @@ def column_values(path: Path, column: str) -> np.ndarray:
 
 
 def values_digest(values: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
 
 
 def _to_json(violin: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -184,7 +186,8 @@ class ReportExtract:
     violins: dict[str, dict[str, Any] | None]
     """Per column of `lower`: `violin_of` its scores."""
     worst: dict[str, list[int]]
-    """Per column of `lower`: the positions of its `views.worst_sentences`, in their order."""
+    """For the primary metric of the columns of `lower` (`leaderboard.primary_metric`): the
+    positions of its `views.worst_sentences`, in their order."""
     sample: list[int]
     """The positions of its `views.sample_sentences`, in their order."""
     rows: pd.DataFrame
@@ -247,7 +250,14 @@ def model_extract(
     covered = [c for c in columns if c in available]
     # As the report reads them without extracts (`leaderboard.ModelResults.rows`).
     rows = pd.read_parquet(path, columns=[*SENTENCE_KEY, *covered])
-    worst = {c: worst_sentences(rows, c, c in lower, WORST_SENTENCES) for c in covered}
+    # The leaderboard ranks by, and the sentences page shows the worst on, the primary metric
+    # of the columns every model has: with the same metrics for every model, this one.
+    primary = primary_metric(covered) if covered else None
+    worst = (
+        {}
+        if primary is None
+        else {primary: worst_sentences(rows, primary, primary in lower, WORST_SENTENCES)}
+    )
     sample = sample_sentences(rows)
     chosen = [*(w.index.to_numpy() for w in worst.values()), sample.index.to_numpy()]
     positions = np.unique(np.concatenate(chosen)).astype(np.int64)
@@ -288,8 +298,8 @@ def from_extracts(
         reason = (
             "its sentences are not the first model's, or not in the same order"
             if extract.sentences != first.sentences
-            else f"it holds no {primary}"
-            if extract.lower.get(primary) != lower
+            else f"it holds no worst sentences on {primary}"
+            if extract.lower.get(primary) != lower or primary not in extract.worst
             else "it was not asked for every score column"
             if not set(columns) <= set(extract.columns)
             else None
