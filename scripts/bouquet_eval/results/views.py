@@ -312,7 +312,14 @@ def sentences_json(
         if f"score|{model}" in ordered:
             scores[:, position] = ordered[f"score|{model}"].to_numpy(dtype=float)
     rounded = _rounded(scores.ravel())
-    outputs = [values(f"mt|{model}") for model in models]
+    # Each model's outputs where the page shows them, found at once per model.
+    joined = pd.Series(["\x1f".join(key) for key in keys], dtype=object)
+    outputs = []
+    for model in models:
+        visible = joined.isin(["\x1f".join(key) for key in shown[model]]).tolist()
+        texts = values(f"mt|{model}")
+        outputs.append([text if seen else None for text, seen in zip(texts, visible, strict=True)])
+    by_row = list(zip(*outputs, strict=True)) if models else [()] * count
     directions: dict[str, dict[str, Any]] = {}
     for row, (key, source, reference) in enumerate(
         zip(keys, values("src_text"), values("ref_text"), strict=True)
@@ -321,7 +328,7 @@ def sentences_json(
         entry["sentences"][key[2]] = [
             source,
             reference,
-            [outputs[m][row] if key in shown[model] else None for m, model in enumerate(models)],
+            list(by_row[row]),
             rounded[row * len(models) : (row + 1) * len(models)],
         ]
     for model, chosen in worst.items():
