@@ -84,13 +84,15 @@ def write_model_run(
     folder: Path, directions: list[Direction], sentences: int, shift: float, seed: int
 ) -> None:
     """A model's scored_rows.parquet, scores.csv and resampled.npz (made by the aggregation's
-    own code, with the default statistics) for `directions`: texts of a realistic length,
-    chrF++ around 50 + shift, MetricX, and a `quality` per direction so that languages differ."""
+    own code, with the default statistics) and report_extract.parquet (by its job's) for
+    `directions`: texts of a realistic length, chrF++ around 50 + shift, MetricX, and a
+    `quality` per direction so that languages differ."""
     import numpy as np
     import pandas as pd
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.aggregate import ROW_GROUP_ROWS, direction_table
+    from bouquet_eval.results.extracts import EXTRACT_FILE, model_extract
     from bouquet_eval.results.resampled import RESAMPLED_FILE
 
     rng = np.random.default_rng(seed)
@@ -121,6 +123,8 @@ def write_model_run(
     table = direction_table(rows, ["chrfpp", "metricx"], Resampling())
     table.scores.to_csv(folder / "scores.csv", index=False)
     table.resampled.write(folder / RESAMPLED_FILE)
+    extract = model_extract(folder / "scored_rows.parquet", ["chrfpp", "metricx"], {"metricx"})
+    extract.write(folder / EXTRACT_FILE)
 
 
 def write_shaped_run(
@@ -136,6 +140,7 @@ def write_shaped_run(
     import pandas as pd
 
     from bouquet_eval.core.stats import Resampling
+    from bouquet_eval.results.extracts import EXTRACT_FILE
     from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
     from bouquet_eval.results.report import (
         RunRecords,
@@ -175,7 +180,8 @@ def write_shaped_run(
         manifests={m: json.loads((output / m / "manifest.json").read_text()) for m in models},
     )
     paths = figure_paths(output / "report", models, columns, [str(d) for d in directions])
-    write_figures(paths, board, results, rows, run, lower, resampling, models[-1])
+    extracts = {m: output / m / EXTRACT_FILE for m in models}
+    write_figures(paths, board, results, rows, run, lower, resampling, models[-1], extracts)
     for result in results:
         heatmaps = {c: paths["heatmaps"][result.name, c] for c in columns}
         write_heatmaps(heatmaps, result.scores, result.name, lower)

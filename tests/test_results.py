@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from bouquet_eval.data.dataset import Direction
+from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import (
     MISSING,
     ModelResults,
@@ -213,6 +214,16 @@ def test_leaderboard_through_the_workflow(run: Workflow) -> None:
     markdown = (runs / "leaderboard.md").read_text(encoding="utf-8")
     assert f"| {MISSING} | reference * | {MISSING} | 20 | 240 | 100.00 [100.00, 100.00]" in markdown
     assert "reference: a reference point, the upper bound, not ranked" in markdown
+
+
+def test_the_report_reads_each_models_extract(run: Workflow) -> None:
+    """Each model's `heatmaps` job extracts its sentences for the report; the leaderboard job
+    makes the distributions and sentences pages from the extracts, not from every row."""
+    for model in MODELS:
+        assert (run.workdir / "runs" / model / EXTRACT_FILE).is_file()
+    log = (run.workdir / "logs" / "leaderboard.log").read_text(encoding="utf-8")
+    assert "made from the models' extracts" in log
+    assert "made from the rows" not in log
 
 
 def test_report_renders_in_chromium(run: Workflow, tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def main(snakemake: SnakemakeJob) -> None:
             set(lower),
             resampling,
             snakemake.params.baseline,
+            dict(zip(models, map(Path, snakemake.input.extracts), strict=True)),
         )
         log.info("report figures written to %s", folder)
 

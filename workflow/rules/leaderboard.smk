@@ -1,5 +1,6 @@
 # The leaderboard across models and the report's figures and pages that span models, in one
-# job (it reads each model's scored rows once): part of `all`.
+# job (it reads the models' extracts, and of their rows the primary metric's scores): part of
+# `all`.
 
 
 rule leaderboard:
@@ -7,6 +8,8 @@ rule leaderboard:
         scores=model_files("scores.csv"),
         scored_rows=model_files("scored_rows.parquet"),
         resampled=model_files("resampled.npz"),
+        # What the distributions and the sentences pages take of each model's sentences.
+        extracts=model_files(EXTRACT_FILE),
         timing=model_files("timing.csv"),
         manifests=model_files("manifest.json"),
         # With human judgements configured, the page notes each metric's agreement with them.
@@ -81,12 +84,16 @@ rule leaderboard:
         "../../scripts/rules/leaderboard.py"
 
 
-# Each model's heatmaps, from its scores alone: adding a model draws only its own. Part of
-# `all` beside the leaderboard.
+# Each model's share of the report, from its own files alone: its heatmaps (from its scores)
+# and what the pages that span models take of its sentences (violins, its worst and sample
+# sentences with their texts), read by the leaderboard job. Adding a model makes only its own.
+# Part of `all` beside the leaderboard.
 rule heatmaps:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
+        scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
     output:
+        extract=OUTPUT_DIR / "{model}" / EXTRACT_FILE,
         heatmaps=[
             report(
                 heatmap_path(REPORT_DIR, "{model}", column),

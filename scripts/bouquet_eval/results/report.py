@@ -24,6 +24,7 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg
 from bouquet_eval.metrics.records import builtin_ranges
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 from bouquet_eval.results.compare import POOLED, compare_models
+from bouquet_eval.results.extracts import ReportExtract, finite_values, from_extracts, violin_of
 from bouquet_eval.results.leaderboard import (
     ENGLISH_GROUPS,
     MISSING,
@@ -188,35 +189,6 @@ def text_colour(background: Sequence[float]) -> str:
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
-DENSITY_BINS = 4096
-"""Bins of the histogram a violin's density is smoothed from (see `binned_density`)."""
-
-
-def binned_density(values: np.ndarray, coords: np.ndarray) -> np.ndarray:
-    """matplotlib's violin density (a Gaussian kernel with Scott's bandwidth, the standard
-    deviation times n^(-1/5)) of the sentence scores at `coords`, from a fine histogram of
-    them: a 854,000-sentence model costs one pass over its scores, not one kernel per sentence
-    and point. Bins are far narrower than the kernel (1/4096 of the range), so the curve
-    differs from the exact one by less than a line's width."""
-    counts, edges = np.histogram(values, bins=DENSITY_BINS, range=(coords[0], coords[-1]))
-    bandwidth = float(np.std(values, ddof=1)) * values.size ** (-1 / 5) if values.size > 1 else 0
-    if not bandwidth > 0:  # every score the same: a flat violin
-        return np.ones_like(coords)
-    centres = (edges[:-1] + edges[1:]) / 2
-    kernel = np.exp(-0.5 * ((coords[:, None] - centres[None, :]) / bandwidth) ** 2)
-    return kernel @ counts / (values.size * bandwidth * np.sqrt(2 * np.pi))
-
-
-def violin_of(values: pd.Series) -> dict[str, Any] | None:
-    """matplotlib's violin statistics of a model's sentence scores on one metric (their
-    density from `binned_density`, mean, median, extremes); None where it has no score.
-    Made a model at a time: the figure needs these, not the scores."""
-    from matplotlib import cbook
-
-    finite = _finite(values)
-    return cbook.violin_stats([finite], binned_density)[0] if finite.size else None
-
-
 def distributions(
     violins: Mapping[str, dict[str, Any] | None], column: str, lower: set[str]
 ) -> Figure:
@@ -305,7 +277,7 @@ TIMING_PANELS = ("sentences/s", "output tokens/s", "GPU-seconds")
 
 def _recorded(values: pd.Series, panel: str) -> np.ndarray:
     """The finite values of a panel; GPU-seconds of a model that used no GPU are not data."""
-    finite = _finite(values)
+    finite = finite_values(values)
     return finite[finite > 0] if panel == "GPU-seconds" else finite
 
 
@@ -366,11 +338,6 @@ def forest_plot(board: pd.DataFrame, lower: set[str]) -> Figure:
     axes.set_xlabel(f"{primary}, macro mean with 95% interval ({better(primary, lower)})")
     axes.grid(axis="x", alpha=0.3)
     return figure
-
-
-def _finite(values: pd.Series) -> np.ndarray:
-    array = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    return array[np.isfinite(array)]
 
 
 # --- HTML pages -----------------------------------------------------------------------------
@@ -572,11 +539,14 @@ def write_figures(
     lower: set[str],
     resampling: Resampling,
     baseline: str | None = None,
+    extracts: Mapping[str, Path] | None = None,
 ) -> None:
     """Every figure and page at its place in `paths` (see `figure_paths`) but the models'
-    heatmaps (`write_heatmaps`); `scored_rows` are
-    the models' scored_rows.parquet (the sentence page's texts), `baseline` the model the
-    results page compares the others with (by default the best ranked one)."""
+    heatmaps (`write_heatmaps`); `scored_rows` are the models' scored_rows.parquet (the
+    sentence page's texts), `baseline` the model the results page compares the others with
+    (by default the best ranked one), `extracts` the models' report_extract.parquet, whence
+    the distributions and the sentence pages are made where they serve
+    (`extracts.from_extracts`), else from the models' rows."""
     scores = {r.name: r.scores for r in results}
     # Models in leaderboard order, best first, in every figure.
     ordered = [name for name in board["model"] if name in scores]
@@ -588,8 +558,15 @@ def write_figures(
     versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
     data = results_data(scores, ordered, columns, lower, primary, versus)
     write_text(paths["results"], results_page(data, STYLE))
-    violins, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
-    sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
+    made = None
+    if extracts is not None:
+        read = {name: ReportExtract.read(extracts[name]) for name in ordered}
+        made = from_extracts(read, scored_rows, ordered, columns, primary, primary in lower)
+    if made is None:
+        violins, sentence_rows = report_rows(results, ordered, columns, primary, primary in lower)
+        sentences = sentences_data(sentence_rows, scored_rows, ordered, primary, primary in lower)
+    else:
+        violins, sentences = made
     parts = list(paths["sentences"])
     for part, text in zip(parts, sentences_pages(sentences, parts, STYLE), strict=True):
         write_text(paths["sentences"][part], text)

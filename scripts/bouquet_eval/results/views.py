@@ -254,17 +254,15 @@ def sentences_data(
     column: str,
     lower: bool,
 ) -> dict[str, Any]:
-    """Per direction: its chosen sentences (source, reference, each model's output and score),
-    each model's worst ones and a sample; texts are stored once per sentence, and a model's
-    output only where the page shows it (the sample, and that model's worst sentences), so
-    that the page grows with the number of models, not with its square."""
+    """`sentences_json` from the models' rows: their worst sentences on `column` and the
+    first model's sample, their texts and every model's score of them read from the
+    scored_rows files in `paths`."""
     worst = {
         model: worst_sentences(rows_by_model[model], column, lower, WORST_SENTENCES)
         for model in models
     }
     sample = sample_sentences(rows_by_model[models[0]])
-    wanted = pd.concat([*worst.values(), sample], ignore_index=True)[[*GROUP_COLUMNS, "uniq_id"]]
-    wanted = wanted.astype({"uniq_id": str}).drop_duplicates()
+    wanted = wanted_sentences(worst, sample)
     base = read_texts(paths[models[0]], wanted, ("src_text", "ref_text"))
     for model in models:
         outputs = read_texts(paths[model], wanted, ("mt_text", column))
@@ -273,25 +271,72 @@ def sentences_data(
             on=[*GROUP_COLUMNS, "uniq_id"],
             how="left",
         )
+    return sentences_json(worst, sample, base, models, column, lower)
+
+
+def wanted_sentences(worst: Mapping[str, pd.DataFrame], sample: pd.DataFrame) -> pd.DataFrame:
+    """The sentences the page holds, once each: every model's worst, then the sample."""
+    wanted = pd.concat([*worst.values(), sample])[[*GROUP_COLUMNS, "uniq_id"]]
+    return wanted.astype({"uniq_id": str}).drop_duplicates()
+
+
+def sentences_json(
+    worst: Mapping[str, pd.DataFrame],
+    sample: pd.DataFrame,
+    base: pd.DataFrame,
+    models: Sequence[str],
+    column: str,
+    lower: bool,
+) -> dict[str, Any]:
+    """Per direction: its chosen sentences (source, reference, each model's output and score),
+    each model's worst ones (`worst`, as `worst_sentences` gives them) and the sample
+    (`sample_sentences`); `base` holds one row per sentence of `wanted_sentences`, in its
+    order: its keys, `src_text`, `ref_text`, and per model `mt|<model>` and `score|<model>`.
+    Texts are stored once per sentence, and a model's output only where the page shows it
+    (the sample, and that model's worst sentences), so that the page grows with the number of
+    models, not with its square."""
     samples = set(map(tuple, sample[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
     shown = {
         model: samples | set(map(tuple, chosen[[*GROUP_COLUMNS, "uniq_id"]].astype(str).to_numpy()))
         for model, chosen in worst.items()
     }
+    ordered = base.sort_values(GROUP_COLUMNS, kind="stable")
+    count = len(ordered)
+
+    def values(name: str) -> list[Any]:
+        return ordered[name].tolist() if name in ordered else [None] * count
+
+    keys = list(zip(*(map(str, values(name)) for name in (*GROUP_COLUMNS, "uniq_id")), strict=True))
+    scores = np.full((count, len(models)), np.nan)
+    for position, model in enumerate(models):
+        if f"score|{model}" in ordered:
+            scores[:, position] = ordered[f"score|{model}"].to_numpy(dtype=float)
+    rounded = _rounded(scores.ravel())
+    # Each model's outputs where the page shows them, found at once per model.
+    joined = pd.Series(["\x1f".join(key) for key in keys], dtype=object)
+    outputs = []
+    for model in models:
+        visible = joined.isin(["\x1f".join(key) for key in shown[model]]).tolist()
+        texts = values(f"mt|{model}")
+        outputs.append([text if seen else None for text, seen in zip(texts, visible, strict=True)])
+    by_row = list(zip(*outputs, strict=True)) if models else [()] * count
     directions: dict[str, dict[str, Any]] = {}
-    for record in base.sort_values(GROUP_COLUMNS, kind="stable").to_dict(orient="records"):
-        key = (str(record["src_lang"]), str(record["tgt_lang"]), str(record["uniq_id"]))
+    for row, (key, source, reference) in enumerate(
+        zip(keys, values("src_text"), values("ref_text"), strict=True)
+    ):
         entry = directions.setdefault(f"{key[0]}-{key[1]}", {"sentences": {}, "worst": {}})
         entry["sentences"][key[2]] = [
-            record.get("src_text"),
-            record.get("ref_text"),
-            [record.get(f"mt|{m}") if key in shown[m] else None for m in models],
-            _rounded(np.array([record.get(f"score|{m}") for m in models], dtype=float)),
+            source,
+            reference,
+            list(by_row[row]),
+            rounded[row * len(models) : (row + 1) * len(models)],
         ]
     for model, chosen in worst.items():
-        for (src, tgt), group in chosen.groupby(GROUP_COLUMNS, sort=False):
-            entry = directions[f"{src}-{tgt}"]
-            entry["worst"][model] = [str(u) for u in group["uniq_id"]]
+        # By direction in the order they come, each direction's in its order.
+        for src, tgt, uniq_id in zip(
+            chosen["src_lang"], chosen["tgt_lang"], chosen["uniq_id"], strict=True
+        ):
+            directions[f"{src}-{tgt}"]["worst"].setdefault(model, []).append(str(uniq_id))
     for record in sample.to_dict(orient="records"):
         directions[f"{record['src_lang']}-{record['tgt_lang']}"]["sample"] = str(record["uniq_id"])
     languages = sorted({code for name in directions for code in name.split("-")})
