@@ -30,7 +30,7 @@ from bouquet_eval.data.judgements import (
     read_table,
     resolve_judgements,
 )
-from bouquet_eval.results import agreement as agreement_module
+from bouquet_eval.results import weighted_agreement
 from bouquet_eval.results.agreement import (
     Agreement,
     Items,
@@ -38,13 +38,11 @@ from bouquet_eval.results.agreement import (
     agreement,
     kendall_tau_b,
     pearson,
-    permutation_p,
     spearman,
-    standardized,
-    swap_masks,
 )
 from bouquet_eval.results.correlations import Settings, correlations
 from bouquet_eval.results.mtme_judged import export_judgements
+from bouquet_eval.results.permutation import permutation_p, standardized, swap_masks
 from bouquet_eval.results.trust import (
     HEADLINE_STATES,
     TRUST_STYLE,
@@ -77,12 +75,14 @@ DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "ar
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
 
-def synthetic_judgements(segments: int = 12, seed: int = 7) -> pd.DataFrame:
+def synthetic_judgements(
+    segments: int = 12, seed: int = 7, directions: list[str] = DIRECTIONS
+) -> pd.DataFrame:
     """Met-BOUQuET's assumed layout: systems of known quality (alpha best), human scores on a
     1-5 scale with ties, and texts whose closeness to the reference follows the score."""
     rng = np.random.default_rng(seed)
     rows = []
-    for direction in DIRECTIONS:
+    for direction in directions:
         src, tgt = direction.split("-")
         for segment in range(segments):
             reference = f"the reference sentence number {segment} of {direction} reads well"
@@ -161,11 +161,11 @@ def test_acc_eq_equals_the_reference(seed: int) -> None:
     assert abs(epsilon - expected_epsilon) < TOLERANCE
 
 
-@pytest.mark.parametrize("chunk_cells", [agreement_module.TRIAL_CELLS, 100])
+@pytest.mark.parametrize("chunk_cells", [weighted_agreement.CHUNK_CELLS, 100])
 def test_permutation_test_equals_the_reference(
     chunk_cells: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(agreement_module, "TRIAL_CELLS", chunk_cells)
+    monkeypatch.setattr(weighted_agreement, "CHUNK_CELLS", chunk_cells)
     rng = np.random.default_rng(3)
     human = rng.integers(1, 6, 60).astype(float)
     good = (human + rng.normal(scale=1.0, size=60)).round()  # ties in both
@@ -244,6 +244,19 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
     assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
 
 
+def test_threads_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of scopes and of tests run side by side in threads give the same table."""
+    monkeypatch.setattr(weighted_agreement, "BATCH_ROWS", 100)  # several batches
+    table = checked(synthetic_judgements(segments=8))
+    rng = np.random.default_rng(9)
+    scores = {m: table["human"].to_numpy() + rng.normal(scale=s, size=len(table))
+              for m, s in (("a", 0.8), ("b", 1.6))}  # fmt: skip
+    settings = Settings(bootstrap_resamples=30, permutation_trials=30)
+    alone = correlations(table, scores, settings)
+    together = correlations(table, scores, settings, workers=2)
+    pd.testing.assert_frame_equal(alone, together)
+
+
 def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
     table = checked(synthetic_judgements(segments=10))
     one = table[(table["src_lang"] == "eng_Latn")].reset_index(drop=True)
@@ -291,6 +304,92 @@ def test_resampled_statistics_equal_the_loop_over_resampled_rows(rounding: int |
             assert (np.isnan(expected) == np.isnan(got)).all(), (trial, expected, got)
             finite = np.isfinite(expected)
             assert np.abs(expected[finite] - got[finite]).max(initial=0) < TOLERANCE, trial
+
+
+def resampled_by_hand(part: pd.DataFrame, metric: np.ndarray, resampling: Resampling) -> np.ndarray:
+    """(statistics, resamples) of `agreement` over rows drawn by hand: each direction's items
+    drawn together (Resampling's draws of its size), copies of an item apart."""
+    human = part["human"].to_numpy(float)
+    items = pd.factorize(part["src_lang"] + part["tgt_lang"] + part["segment"], sort=True)[0]
+    systems = pd.factorize(part["system"], sort=True)[0]
+    groups = pd.factorize(part["src_lang"] + part["tgt_lang"], sort=True)[0]
+    per_direction = [np.flatnonzero(groups == group) for group in range(groups.max() + 1)]
+    samples = np.full((len(Agreement.statistics()), resampling.bootstrap_resamples), np.nan)
+    for trial in range(resampling.bootstrap_resamples):
+        picked, copies = [], []
+        for rows in per_direction:
+            grouped = Items.of(items[rows])
+            counts = resampling.bootstrap_weights(grouped.starts.size)[trial]
+            chosen, copy = grouped.resample(counts)
+            picked.append(rows[chosen])
+            copies.append(copy + sum(c.size for c in copies))
+        rows, copy = np.concatenate(picked), np.concatenate(copies)
+        one = agreement(human[rows], metric[rows], copy, systems[rows], groups[rows])
+        samples[:, trial] = [getattr(one, name) for name in Agreement.statistics()]
+    return samples
+
+
+def test_intervals_of_every_scope_equal_resampling_by_hand() -> None:
+    """correlations.csv's intervals, directions and pools computed together, equal those of
+    resampling each scope's rows by hand; a metric's missing scores leave its rows out (and
+    its directions' draws are those of the items left)."""
+    table = checked(synthetic_judgements(segments=7))
+    rng = np.random.default_rng(4)
+    metric = table["human"].to_numpy() + rng.normal(scale=1.2, size=len(table))
+    metric[[0, 1, 2, 3, 29, 60]] = np.nan  # a whole item, and single rows
+    resampling = Resampling(bootstrap_resamples=40)
+    frame = correlations(
+        table, {"m": metric}, Settings(bootstrap_resamples=40, permutation_trials=5)
+    )
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    masks = {name: (direction == name).to_numpy() for name in DIRECTIONS}
+    masks["all"] = np.ones(len(table), bool)
+    masks["into_english"] = (table["tgt_lang"] == "eng_Latn").to_numpy()
+    masks["out_of_english"] = (table["src_lang"] == "eng_Latn").to_numpy()
+    for record in frame.itertuples():
+        rows = np.flatnonzero(masks[record.name] & np.isfinite(metric))
+        samples = resampled_by_hand(table.iloc[rows], metric[rows], resampling)
+        for name, values in zip(Agreement.statistics(), samples, strict=True):
+            finite = values[np.isfinite(values)]
+            low, high = percentile_interval(finite) if finite.size else (np.nan, np.nan)
+            got = getattr(record, f"{name}_low"), getattr(record, f"{name}_high")
+            assert np.allclose(got, (low, high), rtol=0, atol=TOLERANCE, equal_nan=True), (
+                record.name,
+                name,
+            )
+
+
+@pytest.mark.parametrize("ties", ["human continuous, metric in 3 values", "both continuous"])
+def test_segments_weighted_together_equal_each_alone(ties: str) -> None:
+    """Many segments of weighted rows at once (the directions and pools of a metric, or the
+    tests of a run) give each segment's statistics, whichever variable has fewer values."""
+    rng = np.random.default_rng(8)
+    sizes = [12, 40, 7, 33]
+    segments = np.repeat(np.arange(len(sizes)), sizes)
+    n = segments.size
+    human = rng.normal(size=n).round(2)
+    metric = rng.integers(0, 3, n).astype(float) if "3 values" in ties else rng.normal(size=n)
+    columns = rng.integers(0, 20, n)
+    weights = rng.integers(0, 3, (9, 20)).astype(np.int32)
+    segmented = weighted_agreement.SegmentedRows(human, metric, columns, segments)
+    found = segmented.statistics(weights, ("pearson", "spearman", "kendall"))
+    for trial, row in enumerate(weights):
+        for segment in range(len(sizes)):
+            inside = segments == segment
+            repeat = row[columns[inside]]
+            x, y = np.repeat(metric[inside], repeat), np.repeat(human[inside], repeat)
+            expected = {
+                "pearson": scipy_stats.pearsonr(x, y).statistic if x.size > 1 else np.nan,
+                "spearman": scipy_stats.spearmanr(x, y).statistic if x.size > 1 else np.nan,
+                "kendall": scipy_stats.kendalltau(x, y).statistic if x.size > 1 else np.nan,
+            }
+            for name, value in expected.items():
+                got = found[name][trial, segment]
+                assert np.isclose(got, value, rtol=0, atol=TOLERANCE, equal_nan=True), (
+                    name,
+                    trial,
+                    segment,
+                )
 
 
 def test_items_resample_keeps_copies_apart() -> None:
