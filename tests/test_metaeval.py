@@ -5,6 +5,7 @@ score jobs."""
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import os
@@ -30,6 +31,7 @@ from bouquet_eval.data.judgements import (
     read_table,
     resolve_judgements,
 )
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.results import weighted_agreement
 from bouquet_eval.results.agreement import (
     Agreement,
@@ -40,7 +42,7 @@ from bouquet_eval.results.agreement import (
     pearson,
     spearman,
 )
-from bouquet_eval.results.correlations import Settings, correlations
+from bouquet_eval.results.correlations import Settings, correlations, scored_columns
 from bouquet_eval.results.mtme_judged import export_judgements
 from bouquet_eval.results.permutation import permutation_p, standardized, swap_masks
 from bouquet_eval.results.trust import (
@@ -712,12 +714,17 @@ SEGMENT_LEVEL = ("pearson", "spearman", "kendall", "acc_eq")
 
 def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.DataFrame:
     """correlations.csv's columns for many directions: three metrics whose agreement varies by
-    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few)."""
+    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few),
+    MetricX and the composite weaker where mT5 never saw the languages."""
     rng = np.random.default_rng(seed)
     metrics = ("chrfpp", "metricx", "glotlid_x_metricx")
+    learned = MetricSet.of(["chrf", "metricx", "glotlid"], {})
     records = []
     for direction in directions:
+        trained = learned.trained_columns(direction.src_lang, direction.tgt_lang)
         levels = {"chrfpp": 0.45, "metricx": 0.55, "glotlid_x_metricx": 0.5}
+        if not trained["metricx"]:
+            levels["metricx"] = levels["glotlid_x_metricx"] = 0.4
         if rng.random() < 0.1:
             levels["glotlid_x_metricx"] = 0.02
         values = {m: levels[m] + rng.normal(scale=0.05) for m in metrics}
@@ -749,18 +756,27 @@ def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.Data
                     "p_vs_best": np.nan if metric == best else p,
                     "p_vs_best_adjusted": np.nan if metric == best else p,
                     "best_significantly_better": pd.NA if metric == best else p < 0.05,
+                    "trained_on_languages": trained.get(metric, pd.NA),
                 }
             )
-    for pool in ("all", "into_english", "out_of_english"):
+    seen = pd.DataFrame(records).query("metric == 'metricx'")["trained_on_languages"].astype(bool)
+    count = {"all": len(directions), "inside": int(seen.sum()), "outside": int((~seen).sum())}
+    pools = [("pooled", pool) for pool in ("all", "into_english", "out_of_english")]
+    # MetricX and the composite share their training languages, and so their pools.
+    pools += [
+        ("training", f"{where}:metricx,glotlid_x_metricx") for where in count if where != "all"
+    ]
+    for scope, pool in pools:
+        part = count.get(pool.split(":")[0], len(directions) // 2)
         for metric in metrics:
             records.append(
                 {
-                    "scope": "pooled", "name": pool, "metric": metric,
-                    "n_segments": 854 * 4 * len(directions), "n_systems": 4,
+                    "scope": scope, "name": pool, "metric": metric,
+                    "n_segments": 854 * 4 * part, "n_systems": 4,
                     "kendall": 0.5, "kendall_low": 0.49, "kendall_high": 0.51,
                     "acc_eq": 0.55, "acc_eq_low": 0.54, "acc_eq_high": 0.56,
                     "system_accuracy": 0.8, "best": metric == "metricx",
-                    "best_significantly_better": pd.NA,
+                    "best_significantly_better": pd.NA, "trained_on_languages": pd.NA,
                 }
             )  # fmt: skip
     return pd.DataFrame(records)
@@ -784,6 +800,56 @@ def test_trust_data_names_best_margin_and_headline_disagreement() -> None:
     assert notes[0].startswith("chrfpp: acc-eq 0.550 [0.540, 0.560] with human judgements")
 
 
+def test_agreement_inside_and_outside_training_languages() -> None:
+    """CometKiwi's model (XLM-R) never saw Yoruba: the directions from or into it are outside
+    its training languages (it reads the source), the others inside. Every metric's statistics
+    over each part equal scipy's; the page shows them, and which directions it never saw."""
+    inside, outside = ["eng_Latn-fra_Latn", "deu_Latn-eng_Latn"], ["yor_Latn-eng_Latn",
+                                                                   "eng_Latn-yor_Latn"]  # fmt: skip
+    table = checked(synthetic_judgements(directions=inside + outside))
+    metrics = scored_columns(["chrf", "cometkiwi"], {})
+    assert metrics.columns == ["chrfpp", "cometkiwi"]
+    trained = metrics.trained(table)
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    assert set(trained) == {"cometkiwi"}
+    assert (trained["cometkiwi"] == direction.isin(inside).to_numpy()).all()
+    # Known structure: CometKiwi close to people where it saw the languages, far elsewhere.
+    rng = np.random.default_rng(6)
+    human = table["human"].to_numpy()
+    noise = np.where(trained["cometkiwi"], 0.3, 4.0)
+    table["cometkiwi"] = human + rng.normal(size=len(table)) * noise
+    table["chrfpp"] = human + rng.normal(scale=1.0, size=len(table))
+    scores = {m: table[m].to_numpy() for m in ("chrfpp", "cometkiwi")}
+    settings = Settings(bootstrap_resamples=30, permutation_trials=30, decide_by="kendall")
+    frame = correlations(table, scores, settings, trained)
+    training = frame[frame["scope"] == "training"]
+    assert set(training["name"]) == {"inside:cometkiwi", "outside:cometkiwi"}
+    for record in training.itertuples():
+        part = table[direction.isin(inside if record.name.startswith("inside") else outside)]
+        assert record.n_segments == len(part)
+        for statistic, value in scipy_row(part, record.metric).items():
+            assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
+    best = training[training["best"]].set_index("name")["metric"]
+    assert best.to_dict() == {"inside:cometkiwi": "cometkiwi", "outside:cometkiwi": "chrfpp"}
+    rows = frame[frame["scope"] == "direction"]
+    seen = rows[rows["metric"] == "cometkiwi"].set_index("name")["trained_on_languages"]
+    assert seen.to_dict() == {**dict.fromkeys(inside, True), **dict.fromkeys(outside, False)}
+    assert rows[rows["metric"] == "chrfpp"]["trained_on_languages"].isna().all()
+    # The page, from correlations.csv as written and read back.
+    data = trust_data(pd.read_csv(io.StringIO(frame.to_csv(index=False))), "kendall", 0.05)
+    split = {row["pool"]: row for row in data["pools"] if row["training"]}
+    assert list(split) == [
+        "inside the training languages of cometkiwi",
+        "outside the training languages of cometkiwi",
+    ]
+    inside_pool, outside_pool = split.values()
+    assert inside_pool["directions"] == outside_pool["directions"] == 2
+    assert [v["best"] for v in inside_pool["values"]] == [False, True]
+    assert [v["best"] for v in outside_pool["values"]] == [True, False]
+    unseen = {row["direction"]: row["unseen_by"] for row in data["directions"]}
+    assert unseen == {**dict.fromkeys(inside, ""), **dict.fromkeys(outside, "cometkiwi")}
+
+
 def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
     reason = browser.unavailable_reason()
     if reason:
@@ -799,8 +865,15 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
             await page.open(page_path.as_uri())
             rows = await page.wait_for("document.getElementById('app').dataset.rows")
             assert rows == str(len(directions)) == "1062"
-            pooled = await page.evaluate("document.querySelectorAll('#pooled tbody tr').length")
-            assert pooled == 9
+            pools = await page.evaluate(
+                "[...document.querySelectorAll('#pooled tbody tr')].map((r) => r.innerText)"
+            )
+            # Every direction, into and out of English, then inside and outside the training
+            # languages of MetricX (and of the composite, which shares them).
+            assert len(pools) == 5 and pools[0].startswith("all directions\t1062\t")
+            assert pools[3].startswith("inside the training languages of metricx, glotlid")
+            unseen = sum(bool(row["unseen_by"]) for row in data["directions"])
+            assert 0 < unseen < len(directions)
             await page.screenshot(shots / "metaeval-all.png")
             await page.evaluate("document.querySelectorAll('.tabs button')[1].click()")
             disagreeing = await page.wait_for(

@@ -27,7 +27,8 @@ def main(snakemake: SnakemakeJob) -> None:
         folders = {system: model.folder for system, model in plan.judged.items()}
         scores = oriented(metric_scores(table, folders, columns), set(metrics.lower_is_better))
         settings = Settings.of(plan.config)
-        frame = correlations(table, scores, settings, workers=snakemake.threads)
+        trained = metrics.trained(table)
+        frame = correlations(table, scores, settings, trained, workers=snakemake.threads)
         output = Path(snakemake.output.correlations)
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
         data = trust_data(pd.read_csv(output), settings.decide_by, settings.significance)

@@ -1,11 +1,19 @@
 """correlations.csv: each metric's agreement with people, per direction and pooled.
 
 One row per scope and metric. The scopes: every judged direction, then the pools `all`,
-`into_english` and `out_of_english` (directions with eng_Latn as target, as source). Each
+`into_english` and `out_of_english` (directions with eng_Latn as target, as source), then the
+directions inside and outside each learned metric's training languages. Each
 statistic of `agreement.Agreement` has a 95% bootstrap interval: the items (source segments)
 of each direction are drawn with replacement, `statistics.bootstrap_resamples` times, with
 the project's draws (`stats.Resampling`), a pool drawing within each of its directions
 (stratified), so a direction's draws are the same alone and in a pool.
+
+Each learned metric (one whose model's training languages its record names) adds two scopes,
+`training` `inside:<column>` and `outside:<column>`: the directions whose languages its model
+was trained on (the target language; the source language too when it reads no reference), and
+the others, every metric's agreement computed over each; learned metrics whose models saw the
+same directions share them (`inside:<column>,<column>`). Per direction, its rows say whether
+the learned metric's model saw the direction's languages (`trained_on_languages`).
 
 In each scope, the metric with the highest `metaeval.decide_by` statistic is the best; it is
 tested against every other metric with a paired permutation test over segments
@@ -28,15 +36,16 @@ import pyarrow.parquet as pq
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_interval
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.outputs import scored_path
-from bouquet_eval.metrics import load_metrics
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.results.agreement import Agreement, agreement, run_starts
-from bouquet_eval.results.leaderboard import lower_is_better_columns, score_columns
-from bouquet_eval.results.mtme import reference_free_columns
 from bouquet_eval.results.permutation import PairedTest, permutation_tests
 from bouquet_eval.results.weighted_agreement import Mapper, scope_statistics
 
 ENGLISH = "eng_Latn"
 POOLS = ("all", "into_english", "out_of_english")
+TRAINING = "training"
+"""The scope of the directions inside (or outside) a learned metric's training languages."""
+INSIDE, OUTSIDE = "inside", "outside"
 
 
 @dataclass(frozen=True)
@@ -77,8 +86,11 @@ def oriented(scores: Mapping[str, np.ndarray], lower_is_better: set[str]) -> dic
     }
 
 
-def scopes(table: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
-    """(kind, name, row mask) of every direction, sorted, then of every non-empty pool."""
+def scopes(
+    table: pd.DataFrame, trained: Mapping[str, np.ndarray] | None = None
+) -> list[tuple[str, str, np.ndarray]]:
+    """(kind, name, row mask) of every direction, sorted, then of every non-empty pool, then
+    of the directions inside and outside each learned metric's training languages."""
     direction = table["src_lang"] + "-" + table["tgt_lang"]
     found = [
         ("direction", name, (direction == name).to_numpy()) for name in sorted(direction.unique())
@@ -89,6 +101,15 @@ def scopes(table: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
         "out_of_english": (table["src_lang"] == ENGLISH).to_numpy(),
     }
     found += [("pooled", name, mask) for name, mask in pools.items() if mask.any()]
+    # Learned metrics whose models saw the same directions share their scopes.
+    sharing: dict[bytes, list[str]] = {}
+    for column, inside in (trained or {}).items():
+        sharing.setdefault(np.packbits(inside).tobytes(), []).append(column)
+    for columns in sharing.values():
+        inside = (trained or {})[columns[0]]
+        for where, mask in ((INSIDE, inside), (OUTSIDE, ~inside)):
+            if mask.any():
+                found.append((TRAINING, f"{where}:{','.join(columns)}", mask))
     return found
 
 
@@ -100,20 +121,24 @@ def correlations(
     table: pd.DataFrame,
     scores: Mapping[str, np.ndarray],
     settings: Settings,
+    trained: Mapping[str, np.ndarray] | None = None,
     workers: int = 1,
 ) -> pd.DataFrame:
     """The rows of correlations.csv for the checked judgements `table` and every metric's
-    oriented per-row `scores` (aligned with the table's rows).
+    oriented per-row `scores` (aligned with the table's rows); `trained`: per learned metric's
+    column, whether its model was trained on each row's languages (`MetricColumns.trained`).
     `workers` threads compute the bootstrap resamples and the permutation trials (numpy runs
     their passes without Python's lock), batch by batch; the numbers do not depend on them."""
+    trained = dict(trained or {})
     with ThreadPoolExecutor(workers) as pool:
-        return _correlations(table, scores, settings, pool.map if workers > 1 else map)
+        return _correlations(table, scores, settings, trained, pool.map if workers > 1 else map)
 
 
 def _correlations(
     table: pd.DataFrame,
     scores: Mapping[str, np.ndarray],
     settings: Settings,
+    trained: Mapping[str, np.ndarray],
     mapper: Mapper,
 ) -> pd.DataFrame:
     direction = table["src_lang"] + "-" + table["tgt_lang"]
@@ -123,7 +148,7 @@ def _correlations(
     groups = codes(direction)
     human = table["human"].to_numpy(float)
     resampling = Resampling(seed=settings.seed, bootstrap_resamples=settings.bootstrap_resamples)
-    found = scopes(table)
+    found = scopes(table, trained)
     usable: dict[str, list[np.ndarray]] = {}
     measured: dict[str, list[dict[str, object]]] = {}
     for metric, values in scores.items():
@@ -145,11 +170,14 @@ def _correlations(
                 }
             )
     records = []
-    for position, (kind, name, _) in enumerate(found):
+    for position, (kind, name, mask) in enumerate(found):
         for metric in scores:
             statistics = measured[metric][position]
             low_high = {k: v for k, v in statistics.items() if k.endswith(("_low", "_high"))}
             observed = {k: v for k, v in statistics.items() if k not in low_high}
+            seen = pd.NA
+            if kind == "direction" and metric in trained:
+                seen = bool(trained[metric][np.flatnonzero(mask)[0]])
             records.append(
                 {
                     "scope": kind,
@@ -159,10 +187,12 @@ def _correlations(
                     "metric": metric,
                     **observed,
                     **low_high,
+                    "trained_on_languages": seen,
                 }
             )
     tests = _best_against_others(records, human, scores, items, usable, settings, mapper)
     frame = pd.DataFrame(records)
+    frame["trained_on_languages"] = frame["trained_on_languages"].astype("boolean")
     frame["best"] = False
     frame["p_vs_best"] = np.nan
     frame["p_vs_best_adjusted"] = np.nan
@@ -326,18 +356,41 @@ def metric_scores(
 
 @dataclass(frozen=True)
 class MetricColumns:
-    """What meta-evaluation needs to know of the configured metrics."""
+    """What meta-evaluation needs to know of the configured metrics, from their records."""
 
-    columns: list[str]
-    """Their per-sentence score columns."""
-    lower_is_better: frozenset[str]
-    reference_free: set[str]
-    """Columns computed without the reference (named `-src` in MTME's layout)."""
+    metrics: MetricSet
+
+    @property
+    def columns(self) -> list[str]:
+        """Their per-sentence score columns."""
+        return self.metrics.score_columns()
+
+    @property
+    def lower_is_better(self) -> frozenset[str]:
+        return self.metrics.lower_is_better()
+
+    @property
+    def reference_free(self) -> set[str]:
+        """Columns computed without the reference (named `-src` in MTME's layout)."""
+        return self.metrics.reference_free_columns()
+
+    def trained(self, table: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Per score column of a learned metric: for each row of `table`, whether its model
+        was trained on the row's target language (and source language, reference-free)."""
+        directions = table[["src_lang", "tgt_lang"]].drop_duplicates()
+        per_direction = {
+            (src, tgt): self.metrics.trained_columns(src, tgt)
+            for src, tgt in directions.itertuples(index=False)
+        }
+        keys = list(zip(table["src_lang"], table["tgt_lang"], strict=True))
+        learned = {column for trained in per_direction.values() for column in trained}
+        return {
+            column: np.array([per_direction[key][column] for key in keys], bool)
+            for column in self.columns
+            if column in learned
+        }
 
 
 def scored_columns(metric_names: Sequence[str], config: Mapping[str, object]) -> MetricColumns:
-    """The one place where meta-evaluation reads the metric registry."""
-    metrics = load_metrics(metric_names, dict(config))
-    return MetricColumns(
-        score_columns(metrics), lower_is_better_columns(metrics), reference_free_columns(metrics)
-    )
+    """The one place where meta-evaluation reads the metric records."""
+    return MetricColumns(MetricSet.of(metric_names, dict(config)))
