@@ -318,7 +318,8 @@ def resampled_by_hand(part: pd.DataFrame, metric: np.ndarray, resampling: Resamp
     per_direction = [np.flatnonzero(groups == group) for group in range(groups.max() + 1)]
     samples = np.full((len(Agreement.statistics()), resampling.bootstrap_resamples), np.nan)
     for trial in range(resampling.bootstrap_resamples):
-        picked, copies = [], []
+        picked: list[np.ndarray] = []
+        copies: list[np.ndarray] = []
         for rows in per_direction:
             grouped = Items.of(items[rows])
             counts = resampling.bootstrap_weights(grouped.starts.size)[trial]

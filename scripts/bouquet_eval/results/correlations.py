@@ -162,19 +162,15 @@ def _correlations(
             observed = agreement(
                 human[rows], values[rows], items[rows], systems[rows], groups[rows]
             )
-            measured[metric].append(
-                {
-                    **asdict(observed),
-                    **{f"{name}_low": scope_low[name] for name in Agreement.statistics()},
-                    **{f"{name}_high": scope_high[name] for name in Agreement.statistics()},
-                }
-            )
+            intervals = {
+                f"{name}_{side}": bounds[name]
+                for name in Agreement.statistics()
+                for side, bounds in (("low", scope_low), ("high", scope_high))
+            }
+            measured[metric].append({**asdict(observed), **intervals})
     records = []
     for position, (kind, name, mask) in enumerate(found):
         for metric in scores:
-            statistics = measured[metric][position]
-            low_high = {k: v for k, v in statistics.items() if k.endswith(("_low", "_high"))}
-            observed = {k: v for k, v in statistics.items() if k not in low_high}
             seen = pd.NA
             if kind == "direction" and metric in trained:
                 seen = bool(trained[metric][np.flatnonzero(mask)[0]])
@@ -185,8 +181,7 @@ def _correlations(
                     "src_lang": name.split("-")[0] if kind == "direction" else "",
                     "tgt_lang": name.split("-")[1] if kind == "direction" else "",
                     "metric": metric,
-                    **observed,
-                    **low_high,
+                    **measured[metric][position],
                     "trained_on_languages": seen,
                 }
             )

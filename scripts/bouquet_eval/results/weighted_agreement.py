@@ -419,7 +419,9 @@ class SystemCells:
         self.position = cell_group * self.slots + slot
         self.first, self.second = np.triu_indices(self.slots, 1)
 
-    def statistics(self, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    def statistics(
+        self, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(system Pearson, agreeing pairs, compared pairs, whether the direction has rows),
         each (rows of weights, groups)."""
         count = len(weights)
@@ -447,7 +449,7 @@ class SystemCells:
             denominator = np.sqrt((dx * dx).sum(axis=2) * (dy * dy).sum(axis=2))
             r = (dx * dy).sum(axis=2) / denominator
         correlation = np.where(counted & (denominator > 0), r, np.nan)
-        return correlation, agreeing, compared, present.any(axis=2)
+        return correlation, agreeing, compared, np.asarray(present.any(axis=2))
 
 
 def scope_statistics(
