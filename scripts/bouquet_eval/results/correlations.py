@@ -188,17 +188,19 @@ def _correlations(
     tests = _best_against_others(records, human, scores, items, usable, settings, mapper)
     frame = pd.DataFrame(records)
     frame["trained_on_languages"] = frame["trained_on_languages"].astype("boolean")
-    frame["best"] = False
-    frame["p_vs_best"] = np.nan
-    frame["p_vs_best_adjusted"] = np.nan
-    frame["best_significantly_better"] = pd.array([pd.NA] * len(frame), dtype="boolean")
+    best = np.zeros(len(frame), bool)
+    best[_best_positions(records, settings.decide_by)] = True
+    p_values, adjusted = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
+    significant = pd.array([pd.NA] * len(frame), dtype="boolean")
     if tests:
-        adjusted = benjamini_hochberg([p for _, p in tests])
-        for (position, p), q in zip(tests, adjusted, strict=True):
-            frame.loc[position, ["p_vs_best", "p_vs_best_adjusted"]] = [p, q]
-            frame.loc[position, "best_significantly_better"] = bool(q < settings.significance)
-    for position in _best_positions(records, settings.decide_by):
-        frame.loc[position, "best"] = True
+        tested = np.array([position for position, _ in tests])
+        p_values[tested] = [p for _, p in tests]
+        adjusted[tested] = benjamini_hochberg(p_values[tested])
+        significant[tested] = adjusted[tested] < settings.significance
+    frame["best"] = best
+    frame["p_vs_best"] = p_values
+    frame["p_vs_best_adjusted"] = adjusted
+    frame["best_significantly_better"] = significant
     frame.insert(len(frame.columns), "signature", settings.signature())
     return frame
 

@@ -148,7 +148,7 @@ def _tied_pairs(weights: np.ndarray) -> np.ndarray:
 
 
 def _cube_excess(weights: np.ndarray) -> np.ndarray:
-    return weights**3 - weights
+    return weights * weights * weights - weights
 
 
 class SegmentedRows:
