@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/metaeval_scale.py [--directions 1062] [--segments 100]
         [--systems 4] [--metrics 3] [--subset 4] [--resamples 1000] [--trials 1000]
+        [--workers 2]
 
 A synthetic table of judgements: every direction has `--segments` judged source segments, each
 translated by every one of `--systems` systems (so 1062 x 100 x 4 = 424,800 judged
@@ -13,12 +14,15 @@ three pools (all, into and out of English), as the metaeval job does.
 Side by side on `--subset` directions (and their pools), the same function as it was before
 the statistics were computed for all resamples at once (one resample, one trial at a time; its
 two modules taken from git history at 553779a): the times, their ratio, and the largest
-difference between the two correlations.csv tables. Then the full shape with the current code.
+difference between the two correlations.csv tables. Then the full shape with the current code,
+with `--workers` threads (the metaeval job's two by default): wall and CPU time, and the
+process's peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -96,6 +100,7 @@ def main() -> None:
     parser.add_argument("--subset", type=int, default=4)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
     arguments = parser.parse_args()
     settings = Settings(
         bootstrap_resamples=arguments.resamples, permutation_trials=arguments.trials
@@ -130,11 +135,15 @@ def main() -> None:
         arguments.directions, arguments.segments, arguments.systems, arguments.metrics
     )
     cpu = time.process_time()
-    full_seconds, full = timed(correlations, table, scores, settings)
+    full_seconds, full = timed(
+        lambda: correlations(table, scores, settings, workers=arguments.workers)
+    )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
         f"full shape: {arguments.directions} directions, {len(table)} judged translations, "
-        f"{arguments.metrics} metrics, {len(full)} rows: {full_seconds:.1f} s wall, "
-        f"{time.process_time() - cpu:.1f} CPU-s"
+        f"{arguments.metrics} metrics, {len(full)} rows, {arguments.workers} workers: "
+        f"{full_seconds:.1f} s wall, {time.process_time() - cpu:.1f} CPU-s, "
+        f"peak {peak:.2f} GiB (the process)"
     )
     per_direction = new_seconds / (len(new) // arguments.metrics)
     print(

@@ -5,6 +5,7 @@ score jobs."""
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import os
@@ -30,7 +31,8 @@ from bouquet_eval.data.judgements import (
     read_table,
     resolve_judgements,
 )
-from bouquet_eval.results import agreement as agreement_module
+from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.results import weighted_agreement
 from bouquet_eval.results.agreement import (
     Agreement,
     Items,
@@ -38,13 +40,11 @@ from bouquet_eval.results.agreement import (
     agreement,
     kendall_tau_b,
     pearson,
-    permutation_p,
     spearman,
-    standardized,
-    swap_masks,
 )
-from bouquet_eval.results.correlations import Settings, correlations
+from bouquet_eval.results.correlations import Settings, correlations, scored_columns
 from bouquet_eval.results.mtme_judged import export_judgements
+from bouquet_eval.results.permutation import permutation_p, standardized, swap_masks
 from bouquet_eval.results.trust import (
     HEADLINE_STATES,
     TRUST_STYLE,
@@ -78,12 +78,14 @@ DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "ar
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
 
-def synthetic_judgements(segments: int = 12, seed: int = 7) -> pd.DataFrame:
+def synthetic_judgements(
+    segments: int = 12, seed: int = 7, directions: list[str] = DIRECTIONS
+) -> pd.DataFrame:
     """Met-BOUQuET's assumed layout: systems of known quality (alpha best), human scores on a
     1-5 scale with ties, and texts whose closeness to the reference follows the score."""
     rng = np.random.default_rng(seed)
     rows = []
-    for direction in DIRECTIONS:
+    for direction in directions:
         src, tgt = direction.split("-")
         for segment in range(segments):
             reference = f"the reference sentence number {segment} of {direction} reads well"
@@ -162,11 +164,11 @@ def test_acc_eq_equals_the_reference(seed: int) -> None:
     assert abs(epsilon - expected_epsilon) < TOLERANCE
 
 
-@pytest.mark.parametrize("chunk_cells", [agreement_module.TRIAL_CELLS, 100])
+@pytest.mark.parametrize("chunk_cells", [weighted_agreement.CHUNK_CELLS, 100])
 def test_permutation_test_equals_the_reference(
     chunk_cells: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(agreement_module, "TRIAL_CELLS", chunk_cells)
+    monkeypatch.setattr(weighted_agreement, "CHUNK_CELLS", chunk_cells)
     rng = np.random.default_rng(3)
     human = rng.integers(1, 6, 60).astype(float)
     good = (human + rng.normal(scale=1.0, size=60)).round()  # ties in both
@@ -245,6 +247,19 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
     assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
 
 
+def test_threads_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of scopes and of tests run side by side in threads give the same table."""
+    monkeypatch.setattr(weighted_agreement, "BATCH_ROWS", 100)  # several batches
+    table = checked(synthetic_judgements(segments=8))
+    rng = np.random.default_rng(9)
+    scores = {m: table["human"].to_numpy() + rng.normal(scale=s, size=len(table))
+              for m, s in (("a", 0.8), ("b", 1.6))}  # fmt: skip
+    settings = Settings(bootstrap_resamples=30, permutation_trials=30)
+    alone = correlations(table, scores, settings)
+    together = correlations(table, scores, settings, workers=2)
+    pd.testing.assert_frame_equal(alone, together)
+
+
 def test_bootstrap_interval_equals_resampling_items_by_hand() -> None:
     table = checked(synthetic_judgements(segments=10))
     one = table[(table["src_lang"] == "eng_Latn")].reset_index(drop=True)
@@ -292,6 +307,93 @@ def test_resampled_statistics_equal_the_loop_over_resampled_rows(rounding: int |
             assert (np.isnan(expected) == np.isnan(got)).all(), (trial, expected, got)
             finite = np.isfinite(expected)
             assert np.abs(expected[finite] - got[finite]).max(initial=0) < TOLERANCE, trial
+
+
+def resampled_by_hand(part: pd.DataFrame, metric: np.ndarray, resampling: Resampling) -> np.ndarray:
+    """(statistics, resamples) of `agreement` over rows drawn by hand: each direction's items
+    drawn together (Resampling's draws of its size), copies of an item apart."""
+    human = part["human"].to_numpy(float)
+    items = pd.factorize(part["src_lang"] + part["tgt_lang"] + part["segment"], sort=True)[0]
+    systems = pd.factorize(part["system"], sort=True)[0]
+    groups = pd.factorize(part["src_lang"] + part["tgt_lang"], sort=True)[0]
+    per_direction = [np.flatnonzero(groups == group) for group in range(groups.max() + 1)]
+    samples = np.full((len(Agreement.statistics()), resampling.bootstrap_resamples), np.nan)
+    for trial in range(resampling.bootstrap_resamples):
+        picked: list[np.ndarray] = []
+        copies: list[np.ndarray] = []
+        for rows in per_direction:
+            grouped = Items.of(items[rows])
+            counts = resampling.bootstrap_weights(grouped.starts.size)[trial]
+            chosen, copy = grouped.resample(counts)
+            picked.append(rows[chosen])
+            copies.append(copy + sum(c.size for c in copies))
+        rows, copy = np.concatenate(picked), np.concatenate(copies)
+        one = agreement(human[rows], metric[rows], copy, systems[rows], groups[rows])
+        samples[:, trial] = [getattr(one, name) for name in Agreement.statistics()]
+    return samples
+
+
+def test_intervals_of_every_scope_equal_resampling_by_hand() -> None:
+    """correlations.csv's intervals, directions and pools computed together, equal those of
+    resampling each scope's rows by hand; a metric's missing scores leave its rows out (and
+    its directions' draws are those of the items left)."""
+    table = checked(synthetic_judgements(segments=7))
+    rng = np.random.default_rng(4)
+    metric = table["human"].to_numpy() + rng.normal(scale=1.2, size=len(table))
+    metric[[0, 1, 2, 3, 29, 60]] = np.nan  # a whole item, and single rows
+    resampling = Resampling(bootstrap_resamples=40)
+    frame = correlations(
+        table, {"m": metric}, Settings(bootstrap_resamples=40, permutation_trials=5)
+    )
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    masks = {name: (direction == name).to_numpy() for name in DIRECTIONS}
+    masks["all"] = np.ones(len(table), bool)
+    masks["into_english"] = (table["tgt_lang"] == "eng_Latn").to_numpy()
+    masks["out_of_english"] = (table["src_lang"] == "eng_Latn").to_numpy()
+    for record in frame.itertuples():
+        rows = np.flatnonzero(masks[record.name] & np.isfinite(metric))
+        samples = resampled_by_hand(table.iloc[rows], metric[rows], resampling)
+        for name, values in zip(Agreement.statistics(), samples, strict=True):
+            finite = values[np.isfinite(values)]
+            low, high = percentile_interval(finite) if finite.size else (np.nan, np.nan)
+            got = getattr(record, f"{name}_low"), getattr(record, f"{name}_high")
+            assert np.allclose(got, (low, high), rtol=0, atol=TOLERANCE, equal_nan=True), (
+                record.name,
+                name,
+            )
+
+
+@pytest.mark.parametrize("ties", ["human continuous, metric in 3 values", "both continuous"])
+def test_segments_weighted_together_equal_each_alone(ties: str) -> None:
+    """Many segments of weighted rows at once (the directions and pools of a metric, or the
+    tests of a run) give each segment's statistics, whichever variable has fewer values."""
+    rng = np.random.default_rng(8)
+    sizes = [12, 40, 7, 33]
+    segments = np.repeat(np.arange(len(sizes)), sizes)
+    n = segments.size
+    human = rng.normal(size=n).round(2)
+    metric = rng.integers(0, 3, n).astype(float) if "3 values" in ties else rng.normal(size=n)
+    columns = rng.integers(0, 20, n)
+    weights = rng.integers(0, 3, (9, 20)).astype(np.int32)
+    segmented = weighted_agreement.SegmentedRows(human, metric, columns, segments)
+    found = segmented.statistics(weights, ("pearson", "spearman", "kendall"))
+    for trial, row in enumerate(weights):
+        for segment in range(len(sizes)):
+            inside = segments == segment
+            repeat = row[columns[inside]]
+            x, y = np.repeat(metric[inside], repeat), np.repeat(human[inside], repeat)
+            expected = {
+                "pearson": scipy_stats.pearsonr(x, y).statistic if x.size > 1 else np.nan,
+                "spearman": scipy_stats.spearmanr(x, y).statistic if x.size > 1 else np.nan,
+                "kendall": scipy_stats.kendalltau(x, y).statistic if x.size > 1 else np.nan,
+            }
+            for name, value in expected.items():
+                got = found[name][trial, segment]
+                assert np.isclose(got, value, rtol=0, atol=TOLERANCE, equal_nan=True), (
+                    name,
+                    trial,
+                    segment,
+                )
 
 
 def test_items_resample_keeps_copies_apart() -> None:
@@ -571,12 +673,17 @@ SEGMENT_LEVEL = ("pearson", "spearman", "kendall", "acc_eq")
 
 def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.DataFrame:
     """correlations.csv's columns for many directions: three metrics whose agreement varies by
-    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few)."""
+    direction (MetricX best in most, chrF++ in some, the composite headline weak in a few),
+    MetricX and the composite weaker where mT5 never saw the languages."""
     rng = np.random.default_rng(seed)
     metrics = ("chrfpp", "metricx", "glotlid_x_metricx")
+    learned = MetricSet.of(["chrf", "metricx", "glotlid"], {})
     records = []
     for direction in directions:
+        trained = learned.trained_columns(direction.src_lang, direction.tgt_lang)
         levels = {"chrfpp": 0.45, "metricx": 0.55, "glotlid_x_metricx": 0.5}
+        if not trained["metricx"]:
+            levels["metricx"] = levels["glotlid_x_metricx"] = 0.4
         if rng.random() < 0.1:
             levels["glotlid_x_metricx"] = 0.02
         values = {m: levels[m] + rng.normal(scale=0.05) for m in metrics}
@@ -608,18 +715,27 @@ def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.Data
                     "p_vs_best": np.nan if metric == best else p,
                     "p_vs_best_adjusted": np.nan if metric == best else p,
                     "best_significantly_better": pd.NA if metric == best else p < 0.05,
+                    "trained_on_languages": trained.get(metric, pd.NA),
                 }
             )
-    for pool in ("all", "into_english", "out_of_english"):
+    seen = pd.DataFrame(records).query("metric == 'metricx'")["trained_on_languages"].astype(bool)
+    count = {"all": len(directions), "inside": int(seen.sum()), "outside": int((~seen).sum())}
+    pools = [("pooled", pool) for pool in ("all", "into_english", "out_of_english")]
+    # MetricX and the composite share their training languages, and so their pools.
+    pools += [
+        ("training", f"{where}:metricx,glotlid_x_metricx") for where in count if where != "all"
+    ]
+    for scope, pool in pools:
+        part = count.get(pool.split(":")[0], len(directions) // 2)
         for metric in metrics:
             records.append(
                 {
-                    "scope": "pooled", "name": pool, "metric": metric,
-                    "n_segments": 854 * 4 * len(directions), "n_systems": 4,
+                    "scope": scope, "name": pool, "metric": metric,
+                    "n_segments": 854 * 4 * part, "n_systems": 4,
                     "kendall": 0.5, "kendall_low": 0.49, "kendall_high": 0.51,
                     "acc_eq": 0.55, "acc_eq_low": 0.54, "acc_eq_high": 0.56,
                     "system_accuracy": 0.8, "best": metric == "metricx",
-                    "best_significantly_better": pd.NA,
+                    "best_significantly_better": pd.NA, "trained_on_languages": pd.NA,
                 }
             )  # fmt: skip
     return pd.DataFrame(records)
@@ -643,6 +759,56 @@ def test_trust_data_names_best_margin_and_headline_disagreement() -> None:
     assert notes[0].startswith("chrfpp: acc-eq 0.550 [0.540, 0.560] with human judgements")
 
 
+def test_agreement_inside_and_outside_training_languages() -> None:
+    """CometKiwi's model (XLM-R) never saw Yoruba: the directions from or into it are outside
+    its training languages (it reads the source), the others inside. Every metric's statistics
+    over each part equal scipy's; the page shows them, and which directions it never saw."""
+    inside, outside = ["eng_Latn-fra_Latn", "deu_Latn-eng_Latn"], ["yor_Latn-eng_Latn",
+                                                                   "eng_Latn-yor_Latn"]  # fmt: skip
+    table = checked(synthetic_judgements(directions=inside + outside))
+    metrics = scored_columns(["chrf", "cometkiwi"], {})
+    assert metrics.columns == ["chrfpp", "cometkiwi"]
+    trained = metrics.trained(table)
+    direction = table["src_lang"] + "-" + table["tgt_lang"]
+    assert set(trained) == {"cometkiwi"}
+    assert (trained["cometkiwi"] == direction.isin(inside).to_numpy()).all()
+    # Known structure: CometKiwi close to people where it saw the languages, far elsewhere.
+    rng = np.random.default_rng(6)
+    human = table["human"].to_numpy()
+    noise = np.where(trained["cometkiwi"], 0.3, 4.0)
+    table["cometkiwi"] = human + rng.normal(size=len(table)) * noise
+    table["chrfpp"] = human + rng.normal(scale=1.0, size=len(table))
+    scores = {m: table[m].to_numpy() for m in ("chrfpp", "cometkiwi")}
+    settings = Settings(bootstrap_resamples=30, permutation_trials=30, decide_by="kendall")
+    frame = correlations(table, scores, settings, trained)
+    training = frame[frame["scope"] == "training"]
+    assert set(training["name"]) == {"inside:cometkiwi", "outside:cometkiwi"}
+    for record in training.itertuples():
+        part = table[direction.isin(inside if record.name.startswith("inside") else outside)]
+        assert record.n_segments == len(part)
+        for statistic, value in scipy_row(part, record.metric).items():
+            assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
+    best = training[training["best"]].set_index("name")["metric"]
+    assert best.to_dict() == {"inside:cometkiwi": "cometkiwi", "outside:cometkiwi": "chrfpp"}
+    rows = frame[frame["scope"] == "direction"]
+    seen = rows[rows["metric"] == "cometkiwi"].set_index("name")["trained_on_languages"]
+    assert seen.to_dict() == {**dict.fromkeys(inside, True), **dict.fromkeys(outside, False)}
+    assert rows[rows["metric"] == "chrfpp"]["trained_on_languages"].isna().all()
+    # The page, from correlations.csv as written and read back.
+    data = trust_data(pd.read_csv(io.StringIO(frame.to_csv(index=False))), "kendall", 0.05)
+    split = {row["pool"]: row for row in data["pools"] if row["training"]}
+    assert list(split) == [
+        "inside the training languages of cometkiwi",
+        "outside the training languages of cometkiwi",
+    ]
+    inside_pool, outside_pool = split.values()
+    assert inside_pool["directions"] == outside_pool["directions"] == 2
+    assert [v["best"] for v in inside_pool["values"]] == [False, True]
+    assert [v["best"] for v in outside_pool["values"]] == [True, False]
+    unseen = {row["direction"]: row["unseen_by"] for row in data["directions"]}
+    assert unseen == {**dict.fromkeys(inside, ""), **dict.fromkeys(outside, "cometkiwi")}
+
+
 def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
     reason = browser.unavailable_reason()
     if reason:
@@ -658,8 +824,15 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
             await page.open(page_path.as_uri())
             rows = await page.wait_for("document.getElementById('app').dataset.rows")
             assert rows == str(len(directions)) == "1062"
-            pooled = await page.evaluate("document.querySelectorAll('#pooled tbody tr').length")
-            assert pooled == 9
+            pools = await page.evaluate(
+                "[...document.querySelectorAll('#pooled tbody tr')].map((r) => r.innerText)"
+            )
+            # Every direction, into and out of English, then inside and outside the training
+            # languages of MetricX (and of the composite, which shares them).
+            assert len(pools) == 5 and pools[0].startswith("all directions\t1062\t")
+            assert pools[3].startswith("inside the training languages of metricx, glotlid")
+            unseen = sum(bool(row["unseen_by"]) for row in data["directions"])
+            assert 0 < unseen < len(directions)
             await page.screenshot(shots / "metaeval-all.png")
             await page.evaluate("document.querySelectorAll('.tabs button')[1].click()")
             disagreeing = await page.wait_for(

@@ -94,6 +94,15 @@ def test_reference_free_and_unseen_languages() -> None:
     assert metrics.uncovered("arz_Arab", "arb_Arab") == []
     assert metrics.uncovered("eng_Latn", "arz_Arab") == ["metricx"]
     assert qe.uncovered("arz_Arab", "eng_Latn") == ["metricx"]
+    # Per score column (meta-evaluation's split): the composite follows MetricX's model.
+    assert metrics.trained_columns("arz_Arab", "arb_Arab") == {
+        "metricx": True,
+        "glotlid_x_metricx": True,
+    }
+    assert qe.trained_columns("arz_Arab", "eng_Latn") == {
+        "metricx": False,
+        "glotlid_x_metricx": False,
+    }
     assert len(MT5_LANGUAGES) == 100 and len(XLMR_LANGUAGES) == 93
     assert XLMR_LANGUAGES.covers("cmn_Hant") and not XLMR_LANGUAGES.covers("yue_Hant")
 

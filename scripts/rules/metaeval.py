@@ -26,10 +26,11 @@ def main(snakemake: SnakemakeJob) -> None:
         columns = metrics.columns
         folders = {system: model.folder for system, model in plan.judged.items()}
         scores = oriented(metric_scores(table, folders, columns), set(metrics.lower_is_better))
-        frame = correlations(table, scores, Settings.of(plan.config))
+        settings = Settings.of(plan.config)
+        trained = metrics.trained(table)
+        frame = correlations(table, scores, settings, trained, workers=snakemake.threads)
         output = Path(snakemake.output.correlations)
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
-        settings = Settings.of(plan.config)
         data = trust_data(pd.read_csv(output), settings.decide_by, settings.significance)
         write_text(Path(snakemake.output.page), trust_page(data, TRUST_STYLE))
         left_out = export_judgements(

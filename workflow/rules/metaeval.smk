@@ -39,6 +39,8 @@ rule metaeval:
         "logs/metaeval/correlations.benchmark.tsv"
     conda:
         "../../envs/workflow.yaml"
+    # Two threads compute the bootstrap resamples and permutation trials side by side.
+    threads: 2
     params:
         plan=PLAN,
     script:

@@ -625,6 +625,22 @@ class MetricSet:
             if record.training_languages is not None
         ]
 
+    def trained_columns(self, src_lang: str, tgt_lang: str) -> dict[str, bool]:
+        """Per score column of a learned metric (or of a composite of one): whether its model
+        (every one, for a composite) was trained on this direction's languages, as
+        `uncovered` reads them."""
+        learned, unseen = set(self.learned()), set(self.uncovered(src_lang, tgt_lang))
+        trained = {
+            column: name not in unseen
+            for name, record in zip(self.names, self.records, strict=True)
+            if name in learned
+            for column in record.score_columns
+        }
+        for composite in self.composites:
+            if learned & set(composite.requires):
+                trained[composite.column] = not unseen & set(composite.requires)
+        return trained
+
 
 def metrics_table() -> str:
     """The docs' table of the built-in metrics and composites (docs/metrics.md), from the

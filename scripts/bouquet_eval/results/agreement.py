@@ -16,9 +16,11 @@ metric score over its judged segments; Pearson's r across systems, and the pairw
 directions, the pairwise accuracy counts the pairs of every direction; Pearson's r is per
 direction only.
 
-Kendall's tau-b is computed in O(n log n) (inversions counted by a bottom-up merge, in numpy),
-so that a pool of every direction's segments takes seconds, not hours. Every statistic is
-tested equal to scipy.stats, or to a straightforward reference, on a synthetic table.
+Kendall's discordant pairs are counted by `Discordance` in O(n log h) (h: the number of
+distinct values of the variable with fewer), so that a pool of every direction's segments
+takes a fraction of a second; the same counting, with weights, serves every bootstrap
+resample and permutation trial (`weighted_agreement`). Every statistic is tested equal to
+scipy.stats, or to a straightforward reference, on a synthetic table.
 """
 
 from __future__ import annotations
@@ -57,31 +59,107 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return pearson(average_ranks(x), average_ranks(y))
 
 
+def run_starts(*keys: np.ndarray) -> np.ndarray:
+    """Where a run of equal keys begins, in arrays sorted by them (0 first; none when empty)."""
+    if not keys[0].size:
+        return np.empty(0, np.int64)
+    change = np.zeros(keys[0].size, bool)
+    change[0] = True
+    for key in keys:
+        change[1:] |= key[1:] != key[:-1]
+    return np.flatnonzero(change)
+
+
 def _tied_pairs(values: np.ndarray) -> int:
     _, counts = np.unique(values, return_counts=True)
     return int((counts * (counts - 1) // 2).sum())
 
 
-def _inversions(ranks: np.ndarray) -> int:
-    """Pairs i < j with ranks[i] > ranks[j], by a bottom-up merge sort of blocks in numpy."""
-    n = ranks.size
-    values = ranks.astype(np.int64)
-    positions = np.arange(n)
-    total = 0
-    width = 1
-    while width < n:
-        block = positions // (2 * width)
-        in_right = (positions // width) % 2 == 1
-        # Each block's halves are sorted; offsetting by the block keeps blocks apart in one
-        # global search: for a right-half value, the left-half values above it are inversions.
-        keys = values + block * (n + 1)
-        left_keys = keys[~in_right]
-        left_block_end = np.searchsorted(left_keys, (block[in_right] + 1) * (n + 1), "left")
-        not_above = np.searchsorted(left_keys, keys[in_right], "right")
-        total += int((left_block_end - not_above).sum())
-        values = np.sort(keys) - block * (n + 1)  # merge: each block of 2 * width sorted
-        width *= 2
-    return total
+@dataclass(frozen=True)
+class _Level:
+    """One bit of y's codes: the rows of its upper and of its lower halves, each by node and in
+    the sorted order within; for each lower row, how many upper rows (counted over all nodes)
+    are before it in its node or in an earlier node; per node that has lower rows, how many
+    upper rows the earlier nodes hold, and where its lower rows begin; where each segment's
+    lower rows begin, and the segments that have any (and where their nodes begin)."""
+
+    upper: np.ndarray
+    lower: np.ndarray
+    upper_before: np.ndarray
+    node_upper_before: np.ndarray
+    node_starts: np.ndarray
+    segment_starts: np.ndarray
+    segments: np.ndarray
+    segment_node_starts: np.ndarray
+
+
+@dataclass(frozen=True)
+class Discordance:
+    """Discordant pairs of rows sorted by (segment, x, y), counted bit by bit of y's codes.
+
+    A pair, i before j, is discordant when y_i > y_j (ties in x are sorted by y, so such a
+    pair never ties in x). Split at the highest bit where their codes differ, i is in the upper
+    half and j in the lower half of the same node (segment and higher bits): at each level,
+    every lower row counts the weight of the upper rows before it in its node, a cumulative
+    sum over the upper rows read where the lower row falls. ceil(log2(distinct y)) levels,
+    each O(n) per row of weights; a pair counts w_i * w_j, so one structure serves every
+    resample or trial."""
+
+    n_segments: int
+    levels: tuple[_Level, ...]
+
+    @classmethod
+    def of(cls, codes: np.ndarray, segments: np.ndarray) -> Discordance:
+        """`codes`: y's codes 0..h-1 and `segments`: non-decreasing segment numbers 0..s-1, of
+        rows sorted by (segment, x, y)."""
+        levels = []
+        bits = int(codes.max()).bit_length() if codes.size else 0
+        for bit in reversed(range(bits)):
+            node = segments * (1 << (bits - bit - 1)) + (codes >> (bit + 1))
+            order = np.argsort(node, kind="stable")
+            is_upper = ((codes[order] >> bit) & 1).astype(bool)
+            upper_before = np.cumsum(is_upper)[~is_upper]
+            lower = order[~is_upper]
+            node_starts = run_starts(node[lower])
+            # Upper rows of earlier nodes: those before the node's first row.
+            first_rows = np.searchsorted(node[order], node[lower][node_starts], "left")
+            node_upper_before = np.r_[0, np.cumsum(is_upper)][first_rows]
+            segment_starts = run_starts(segments[lower])
+            levels.append(
+                _Level(
+                    order[is_upper],
+                    lower,
+                    upper_before,
+                    node_upper_before,
+                    node_starts,
+                    segment_starts,
+                    segments[lower][segment_starts],
+                    run_starts(segments[lower][node_starts]),
+                )
+            )
+        n_segments = int(segments.max()) + 1 if segments.size else 0
+        return cls(n_segments, tuple(levels))
+
+    def count(self, weights: np.ndarray) -> np.ndarray:
+        """(rows of `weights`, segments): the sum of w_i * w_j over each segment's discordant
+        pairs; `weights` are integers (int32), one column per sorted row."""
+        total = np.zeros((weights.shape[0], self.n_segments))
+        for level in self.levels:
+            upper = np.take(weights, level.upper, axis=1)
+            # Cumulative upper weights, 0 first: entry k sums the first k upper rows.
+            cumulative = np.zeros((len(weights), upper.shape[1] + 1), np.int32)
+            np.cumsum(upper, axis=1, dtype=np.int32, out=cumulative[:, 1:])
+            lower = np.take(weights, level.lower, axis=1)
+            before = np.take(cumulative, level.upper_before, axis=1)
+            products = np.multiply(lower, before, dtype=np.float64)
+            counted = np.add.reduceat(products, level.segment_starts, axis=1)
+            # Less the upper weight of earlier nodes, per node: by the node's lower weight.
+            earlier = np.take(cumulative, level.node_upper_before, axis=1)
+            in_node = np.add.reduceat(lower, level.node_starts, axis=1)
+            shift = np.multiply(earlier, in_node, dtype=np.float64)
+            counted -= np.add.reduceat(shift, level.segment_node_starts, axis=1)
+            total[:, level.segments] += counted
+        return total
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
@@ -89,16 +167,18 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     n = x.size
     if n < 2:
         return float("nan")
+    x_codes = np.unique(x, return_inverse=True)[1]
+    y_codes = np.unique(y, return_inverse=True)[1]
+    if x_codes.max() < y_codes.max():  # symmetric: levels over the one with fewer values
+        x_codes, y_codes = y_codes, x_codes
     pairs = n * (n - 1) // 2
-    tied_x, tied_y = _tied_pairs(x), _tied_pairs(y)
-    order = np.lexsort((y, x))
-    xs, ys = x[order], y[order]
-    changes = np.flatnonzero(np.r_[True, (xs[1:] != xs[:-1]) | (ys[1:] != ys[:-1]), True])
-    runs = np.diff(changes)
+    tied_x, tied_y = _tied_pairs(x_codes), _tied_pairs(y_codes)
+    order = np.lexsort((y_codes, x_codes))
+    xs, ys = x_codes[order], y_codes[order]
+    runs = np.diff(np.r_[run_starts(xs, ys), n])
     tied_both = int((runs * (runs - 1) // 2).sum())
-    # Sorted by x then y: a pair tied in x is never an inversion, so inversions are exactly
-    # the discordant pairs.
-    discordant = _inversions(np.unique(y, return_inverse=True)[1][order])
+    discordance = Discordance.of(ys, np.zeros(n, np.int64))
+    discordant = int(discordance.count(np.ones((1, n), np.int32))[0, 0])
     concordant = pairs - tied_x - tied_y + tied_both - discordant
     difference = concordant - discordant
     denominator = np.sqrt(float(pairs - tied_x) * float(pairs - tied_y))
@@ -155,13 +235,6 @@ def system_means(values: np.ndarray, systems: np.ndarray, count: int) -> np.ndar
     sizes = np.bincount(systems, minlength=count)
     with np.errstate(invalid="ignore", divide="ignore"):
         return sums / sizes
-
-
-def pairwise_accuracy(human: np.ndarray, metric: np.ndarray) -> tuple[int, int]:
-    """(agreeing, all) system pairs: the two differences have the same sign."""
-    i, j = np.triu_indices(human.size, 1)
-    same = np.sign(human[i] - human[j]) == np.sign(metric[i] - metric[j])
-    return int(same.sum()), int(i.size)
 
 
 @dataclass(frozen=True)
@@ -228,23 +301,27 @@ def agreement(
 def _system_level(
     human: np.ndarray, metric: np.ndarray, systems: np.ndarray, groups: np.ndarray
 ) -> tuple[float, int, int]:
-    """System Pearson (one group only, else NaN) and the pooled pairwise accuracy counts."""
-    group_codes = np.unique(groups)
-    agreeing = compared = 0
+    """System Pearson (one group only, else NaN) and the pooled pairwise accuracy counts: the
+    pairs of systems within each group of at least MIN_SYSTEMS systems."""
+    if not human.size:
+        return float("nan"), 0, 0
+    group_index = np.unique(groups, return_inverse=True)[1]
+    cells, cell_index = np.unique(
+        group_index * (int(systems.max()) + 1) + systems, return_inverse=True
+    )
+    human_means = system_means(human, cell_index, cells.size)
+    metric_means = system_means(metric, cell_index, cells.size)
+    cell_group = cells // (int(systems.max()) + 1)
+    systems_in_group = np.bincount(cell_group)
+    first, second = item_pairs(cell_group)
+    counted = systems_in_group[cell_group[first]] >= MIN_SYSTEMS
+    same = np.sign(human_means[first] - human_means[second]) == np.sign(
+        metric_means[first] - metric_means[second]
+    )
     correlation = float("nan")
-    for group in group_codes:
-        inside = groups == group
-        present, codes = np.unique(systems[inside], return_inverse=True)
-        if present.size < MIN_SYSTEMS:
-            continue
-        human_means = system_means(human[inside], codes, present.size)
-        metric_means = system_means(metric[inside], codes, present.size)
-        right, pairs = pairwise_accuracy(human_means, metric_means)
-        agreeing += right
-        compared += pairs
-        if group_codes.size == 1:
-            correlation = pearson(metric_means, human_means)
-    return correlation, agreeing, compared
+    if systems_in_group.size == 1 and cells.size >= MIN_SYSTEMS:
+        correlation = pearson(metric_means, human_means)
+    return correlation, int((same & counted).sum()), int(counted.sum())
 
 
 @dataclass(frozen=True)
@@ -272,137 +349,3 @@ class Items:
         within = np.arange(ends[-1] if ends.size else 0) - np.repeat(ends - lengths, lengths)
         rows = self.order[np.repeat(self.starts[picked], lengths) + within]
         return rows, np.repeat(np.arange(picked.size), lengths)
-
-
-def swap_masks(seed: int, trials: int, size: int) -> np.ndarray:
-    """(trials, size) booleans: where a permutation trial swaps the two metrics' scores."""
-    rng = np.random.default_rng([seed, size, 3])
-    return rng.integers(2, size=(trials, size)).astype(bool)
-
-
-def standardized(values: np.ndarray) -> np.ndarray:
-    """z-scores: swapping two metrics' scores needs them on one scale; no statistic changes."""
-    spread = values.std()
-    return (values - values.mean()) / spread if spread > 0 else values - values.mean()
-
-
-def permutation_p(
-    statistic: str,
-    human: np.ndarray,
-    best: np.ndarray,
-    other: np.ndarray,
-    items: np.ndarray,
-    seed: int,
-    trials: int,
-) -> tuple[float, float]:
-    """(delta, p): how much better `best` agrees than `other` by `statistic`, and the one-sided
-    p-value of a paired permutation test over segments (MTME's PermutationSigDiff): each trial
-    swaps the two metrics' standardized scores of a random half of the segments, and p is the
-    share of trials, the observed one counted, whose difference is at least the observed."""
-    a, b = standardized(best), standardized(other)
-    observed = segment_statistic(statistic, human, a, items) - segment_statistic(
-        statistic, human, b, items
-    )
-    if not np.isfinite(observed):
-        return observed, float("nan")
-    masks = swap_masks(seed, trials, human.size)
-    at_least = 0
-    tolerance = 1e-9 * max(abs(observed), 1.0)
-    swapped_acc_eq = _SwappedAccEq(human, a, b, items) if statistic == "acc_eq" else None
-    width = 4 * swapped_acc_eq.first.size if swapped_acc_eq else human.size
-    step = max(1, TRIAL_CELLS // max(width, 1))
-    for start in range(0, trials, step):
-        mask = masks[start : start + step]
-        if swapped_acc_eq is not None:
-            delta = swapped_acc_eq.deltas(mask)
-        else:
-            delta = _trial_statistics(statistic, human, np.where(mask, b, a)) - _trial_statistics(
-                statistic, human, np.where(mask, a, b)
-            )
-        at_least += int((delta >= observed - tolerance).sum())
-    return observed, (at_least + 1) / (trials + 1)
-
-
-TRIAL_CELLS = 4_000_000
-"""Permutation trials are computed in chunks of about this many (trial, row) cells."""
-
-
-def _trial_statistics(statistic: str, human: np.ndarray, metrics: np.ndarray) -> np.ndarray:
-    """`segment_statistic` of each row of `metrics` (trials, rows) against `human`: Pearson and
-    Spearman for all trials at once; Kendall's tau-b trial by trial."""
-    if statistic == "kendall":
-        return np.array([kendall_tau_b(row, human) for row in metrics])
-    if statistic == "spearman":
-        metrics, human = _rows_average_ranks(metrics), average_ranks(human)
-    dx = metrics - metrics.mean(axis=1, keepdims=True)
-    dy = human - human.mean()
-    denominator = np.sqrt((dx * dx).sum(axis=1) * (dy @ dy))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (dx @ dy) / denominator
-    return np.where((human.size >= 2) & (denominator > 0), r, np.nan)
-
-
-def _rows_average_ranks(values: np.ndarray) -> np.ndarray:
-    """`average_ranks` of each row."""
-    order = np.argsort(values, axis=1, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=1)
-    n = values.shape[1]
-    positions = np.broadcast_to(np.arange(n), values.shape)
-    new_run = np.c_[np.ones((len(values), 1), bool), ordered[:, 1:] != ordered[:, :-1]]
-    run_start = np.maximum.accumulate(np.where(new_run, positions, 0), axis=1)
-    run_end = np.c_[new_run[:, 1:], np.ones((len(values), 1), bool)]
-    # The end (exclusive) of each position's run: the next run's start, found from the right.
-    ends = np.where(run_end, positions + 1, n)
-    run_stop = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty(values.shape)
-    np.put_along_axis(ranks, order, (run_start + run_stop + 1) / 2.0, axis=1)
-    return ranks
-
-
-class _SwappedAccEq:
-    """acc-eq of the two metrics in many permutation trials, sorting once: a trial takes each
-    score from one metric or the other, so the metric's difference over a pair is one of four
-    candidates (first row's score from `a` or `b`, second row's the same), all sorted by gap
-    once. A trial weighs each pair's candidate 1 and the others 0; the right pairs at each
-    candidate epsilon are then cumulative sums, and the best count is the best over the
-    candidates (one that a trial does not take counts as the one below it), as `acc_eq`'s."""
-
-    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, items: np.ndarray):
-        self.first, self.second = item_pairs(items)
-        first, second = self.first, self.second
-        human_delta = human[first] - human[second]
-        # Candidate c (0..3): the first row's score from b where c >= 2, the second's where c
-        # is odd; candidate c of pair p is column c * pairs + p.
-        metric_delta = np.concatenate(
-            [(b if c >= 2 else a)[first] - (b if c % 2 else a)[second] for c in range(4)]
-        )
-        human_delta = np.tile(human_delta, 4)
-        gap = np.abs(metric_delta)
-        order = np.argsort(gap, kind="stable")
-        self.position = np.empty(order.size, np.int64)
-        self.position[order] = np.arange(order.size)
-        self.human_tie = (human_delta == 0)[order]
-        same = np.sign(human_delta) == np.sign(metric_delta)
-        self.agrees = ((human_delta != 0) & same & (metric_delta != 0))[order]
-        sorted_gap = gap[order]
-        self.last_of_gap = np.r_[sorted_gap[1:] != sorted_gap[:-1], True]
-
-    def deltas(self, masks: np.ndarray) -> np.ndarray:
-        """Per trial (row of `masks`): acc-eq of the swapped `a` minus that of swapped `b`."""
-        pairs = self.first.size
-        if not pairs:
-            return np.full(len(masks), np.nan)
-        candidate = 2 * masks[:, self.first].astype(np.int64) + masks[:, self.second]
-        columns = candidate * pairs + np.arange(pairs)
-        # Swapped b takes from each row the other metric's score: candidate 3 - c.
-        return self._accuracy(columns) - self._accuracy((3 - candidate) * pairs + np.arange(pairs))
-
-    def _accuracy(self, columns: np.ndarray) -> np.ndarray:
-        taken = np.zeros((len(columns), self.position.size), bool)
-        np.put_along_axis(taken, self.position[columns], True, axis=1)
-        all_agreeing = (taken & self.agrees).sum(axis=1)
-        # Right at epsilon: the ties people make too, up to it, and the agreeing pairs above.
-        change = taken * (self.human_tie.astype(np.int8) - self.agrees)
-        correct = np.cumsum(change, axis=1, dtype=np.int32)[:, self.last_of_gap]
-        best = all_agreeing + correct.max(axis=1)
-        return np.maximum(best, all_agreeing) / self.first.size

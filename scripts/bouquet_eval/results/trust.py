@@ -1,11 +1,11 @@
 """The report page "Which metric to trust": correlations.csv read for decisions.
 
 Per direction, with its languages' names, scripts and regions: the metric that agrees best
-with people (by `metaeval.decide_by`), by how much it leads the next one, and whether it is
-significantly better than every other metric after correction; and where the leaderboard's
-headline metric disagrees with people. Above, each metric's pooled agreement. Which languages
-a learned metric was trained on is not known to the metric registry yet, so agreement inside
-and outside training languages is not shown (the page says so).
+with people (by `metaeval.decide_by`), by how much it leads the next one, whether it is
+significantly better than every other metric after correction, and the learned metrics whose
+model never saw its languages; and where the leaderboard's headline metric disagrees with
+people. Above, each metric's pooled agreement, and every metric's agreement inside and outside
+each learned metric's training languages (correlations.csv's `training` scopes).
 """
 
 from __future__ import annotations
@@ -16,11 +16,16 @@ from typing import Any
 
 import pandas as pd
 
+from bouquet_eval.results.correlations import ENGLISH
 from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.report import STYLE
 from bouquet_eval.results.views import describe_language, interactive_page
 
-TRUST_STYLE = STYLE + "tr.best td { background: #e6f4ea; }\n#pooled { margin-bottom: 1em; }\n"
+TRUST_STYLE = (
+    STYLE
+    + "td.best { background: #e6f4ea; }\n#pooled { margin-bottom: 1em; }\n"
+    + "#pooled small { color: #555; }\n#pooled tr.training td.name { font-style: italic; }\n"
+)
 
 STATISTIC_NAMES = {
     "acc_eq": "acc-eq",
@@ -54,22 +59,44 @@ def headline_state(rows: pd.DataFrame, headline: str) -> str:
     return "worse" if bool(record["best_significantly_better"]) else "tied"
 
 
-def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict[str, Any]:
-    """What the page draws, from correlations.csv."""
-    frame = frame.assign(
-        best_significantly_better=frame["best_significantly_better"].map(
-            lambda value: value if isinstance(value, bool) else str(value) == "True"
-        )
-    )
-    metrics = list(dict.fromkeys(frame["metric"]))
-    headline = primary_metric(metrics)
-    pooled = []
-    for record in frame[frame["scope"] == "pooled"].to_dict(orient="records"):
-        pooled.append(
-            {
-                "pool": str(record["name"]).replace("_", " ").replace("english", "English"),
-                "metric": record["metric"],
-                "segments": int(record["n_segments"]),
+def _flag(value: Any) -> bool | None:
+    """A boolean of correlations.csv as read back (True, False, or missing)."""
+    if isinstance(value, bool):
+        return value
+    return None if value is None or pd.isna(value) else str(value) == "True"
+
+
+POOL_LABELS = {
+    "all": "all directions",
+    "into_english": "into English",
+    "out_of_english": "out of English",
+    "inside": "inside the training languages of {}",
+    "outside": "outside the training languages of {}",
+}
+
+
+def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """Each pool (every direction, into and out of English, inside and outside each learned
+    metric's training languages): how many directions and segments, and every metric's
+    agreement there, the best marked."""
+    directions = frame[frame["scope"] == "direction"].drop_duplicates("name")
+    per_direction = frame[frame["scope"] == "direction"]
+    counts = {
+        "all": len(directions),
+        "into_english": int((directions["tgt_lang"] == ENGLISH).sum()),
+        "out_of_english": int((directions["src_lang"] == ENGLISH).sum()),
+    }
+    found = []
+    pools = frame[frame["scope"].isin(["pooled", "training"])]
+    for name, rows in pools.groupby("name", sort=False):
+        where, _, columns = str(name).partition(":")
+        label = POOL_LABELS[where].format(columns.replace(",", ", "))
+        if columns:
+            flags = per_direction[per_direction["metric"] == columns.split(",")[0]]
+            seen = flags["trained_on_languages"].map(_flag)
+            counts[str(name)] = int((seen == (where == "inside")).sum())
+        values = {
+            str(record["metric"]): {
                 "value": _number(record[decide_by]),
                 "low": _number(record[f"{decide_by}_low"]),
                 "high": _number(record[f"{decide_by}_high"]),
@@ -77,7 +104,27 @@ def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict
                 "system_accuracy": _number(record["system_accuracy"]),
                 "best": bool(record["best"]),
             }
+            for record in rows.to_dict(orient="records")
+        }
+        found.append(
+            {
+                "pool": label,
+                "training": bool(columns),
+                "directions": counts[str(name)],
+                "segments": int(rows["n_segments"].max()),
+                "values": [values.get(metric) for metric in metrics],
+            }
         )
+    return found
+
+
+def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict[str, Any]:
+    """What the page draws, from correlations.csv."""
+    if "trained_on_languages" not in frame:
+        frame = frame.assign(trained_on_languages=pd.NA)
+    frame = frame.assign(best_significantly_better=frame["best_significantly_better"].map(_flag))
+    metrics = list(dict.fromkeys(frame["metric"]))
+    headline = primary_metric(metrics)
     directions = []
     languages: dict[str, Any] = {}
     for name, rows in frame[frame["scope"] == "direction"].groupby("name", sort=True):
@@ -90,6 +137,11 @@ def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict
             if code not in languages:
                 languages[code] = describe_language(code)
         margin = None if second is None else _number(best[decide_by] - second[decide_by])
+        unseen = [
+            m
+            for m, flag in zip(rows["metric"], rows["trained_on_languages"], strict=True)
+            if _flag(flag) is False
+        ]
         directions.append(
             {
                 "direction": name,
@@ -109,6 +161,7 @@ def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict
                 "margin": margin,
                 "significant": significant if len(others) else None,
                 "headline": HEADLINE_STATES[headline_state(rows, headline)],
+                "unseen_by": ", ".join(unseen),
             }
         )
     return {
@@ -116,7 +169,7 @@ def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict
         "headline": headline,
         "significance": significance,
         "metrics": metrics,
-        "pooled": pooled,
+        "pools": _pools(frame, decide_by, metrics),
         "directions": directions,
         "disagreeing": sum(
             d["headline"] in (HEADLINE_STATES["worse"], HEADLINE_STATES["none"]) for d in directions
@@ -132,9 +185,11 @@ def trust_page(data: Mapping[str, Any], style: str) -> str:
         f"(paired permutation tests, Benjamini-Hochberg at {data['significance']}). "
         f"The leaderboard's headline metric is <b>{data['headline']}</b>; the second tab lists "
         "the directions where it disagrees with people (significantly worse than the best "
-        "metric, or Kendall's interval reaching 0). Agreement inside and outside a learned "
-        "metric's training languages is not shown on this page yet (scores.csv flags each "
-        "direction outside them, in its unseen_by column).</p>"
+        "metric, or Kendall's interval reaching 0). A learned metric's model was trained on "
+        "some languages only: the pools in italics compare every metric inside and outside "
+        "each learned metric's training languages (the target language, and the source "
+        "language too for a metric that reads no reference), and the column <i>unseen by</i> "
+        "names, per direction, the learned metrics whose model never saw its languages.</p>"
     )
     return interactive_page("Which metric to trust", intro, dict(data), "trust.js", style)
 

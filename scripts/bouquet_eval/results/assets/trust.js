@@ -1,28 +1,39 @@
-// "Which metric to trust": the pooled agreement of each metric, then every direction's best
-// metric in a Tabulator table (sortable, filterable), or only those where the headline metric
-// disagrees with people.
+// "Which metric to trust": every metric's pooled agreement (over every direction, into and out
+// of English, inside and outside each learned metric's training languages), then every
+// direction's best metric in a Tabulator table (sortable, filterable), or only those where the
+// headline metric disagrees with people.
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
   const app = document.getElementById("app");
   const fixed = (value) => (value === null ? "–" : value.toFixed(3));
   const interval = (row) => `${fixed(row.value)} [${fixed(row.low)}–${fixed(row.high)}]`;
 
-  const pooledRows = data.pooled.map((row) => element("tr", row.best ? { class: "best" } : {}, [
+  // One row per pool, one column per metric: its agreement, interval, Kendall's tau-b and
+  // system-level accuracy; the best of the row marked.
+  const cell = (value) => value === null ? element("td", {}, ["–"]) : element("td",
+    value.best ? { class: "best" } : {}, [
+      interval(value) + (value.best ? " ★" : ""), element("br", {}, []),
+      element("small", {}, [`τ ${fixed(value.kendall)} · systems ${fixed(value.system_accuracy)}`]),
+    ]);
+  const poolRows = data.pools.map((row) => element("tr", row.training ? { class: "training" } : {}, [
     element("td", { class: "name" }, [row.pool]),
-    element("td", { class: "name" }, [row.metric + (row.best ? " ★" : "")]),
-    element("td", {}, [String(row.segments)]), element("td", {}, [interval(row)]),
-    element("td", {}, [fixed(row.kendall)]), element("td", {}, [fixed(row.system_accuracy)]),
+    element("td", {}, [String(row.directions)]), element("td", {}, [String(row.segments)]),
+    ...row.values.map(cell),
   ]));
   app.append(
     element("h2", {}, ["Pooled agreement"]),
     element("table", { id: "pooled" }, [
-      element("thead", {}, [element("tr", {}, ["pool", "metric", "segments",
-        `${data.statistic} [95%]`, "Kendall tau-b", "system accuracy"].map(
-        (text, i) => element("th", i < 2 ? { class: "name" } : {}, [text])))]),
-      element("tbody", {}, pooledRows),
+      element("thead", {}, [element("tr", {}, [
+        element("th", { class: "name" }, ["pool"]), element("th", {}, ["directions"]),
+        element("th", {}, ["segments"]),
+        ...data.metrics.map((metric) => element("th", {}, [
+          metric, element("br", {}, []), element("small", {}, [`${data.statistic} [95%]`]),
+        ])),
+      ])]),
+      element("tbody", {}, poolRows),
     ]),
-    element("h2", {}, ["Per direction"]),
   );
+  app.append(element("h2", {}, ["Per direction"]));
 
   const tabs = element("div", { class: "tabs" }, []);
   const holder = element("div", {}, []);
@@ -46,7 +57,8 @@
     text("next", "runner_up"),
     { title: "better than all", field: "significant",
       formatter: (cell) => (cell.getValue() === null ? "–" : cell.getValue() ? "yes" : "no") },
-    text(`${data.headline}`, "headline"),
+    text(`${data.headline} (headline)`, "headline"),
+    text("unseen by", "unseen_by", 200),
     text("source", "source"), text("script", "source_script"), text("region", "source_region"),
     text("target", "target"), text("script", "target_script"), text("region", "target_region"),
     { title: "segments", field: "segments", hozAlign: "right" },
