@@ -73,6 +73,10 @@ def test_defaults_are_filled() -> None:
         (lambda c: c.pop("models"), "'models' is a required property"),
         (lambda c: c["models"].append(dict(c["models"][0])), "duplicate model names ['m']"),
         (lambda c: c.update(metricx={"device": "gpu"}), "at 'metricx.device'"),
+        (lambda c: c.update(metricx={"batch_tokens": 0}), "at 'metricx.batch_tokens'"),
+        (lambda c: c.update(glotlid={"revison": "x"}), "at 'glotlid': Additional properties"),
+        (lambda c: c.update(comet={"precision": "half"}), "at 'comet.precision'"),
+        (lambda c: c.update(chrf={}), "at '(top level)': Additional properties"),
         (lambda c: c.update(output_dir="runs</script><script>x()</script>"), "at 'output_dir'"),
         (lambda c: c.update(compare={"baseline": "x"}), "at 'compare': unknown model(s) ['x']"),
         (
