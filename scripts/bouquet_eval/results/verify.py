@@ -27,7 +27,7 @@ from bouquet_eval.data.received import CLAIM, claimed_directions
 from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import Metric, corpus_metrics, metric_columns
 from bouquet_eval.metrics.records import MetricSet
-from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_scores
+from bouquet_eval.results.aggregate import GROUP_COLUMNS, UNSEEN, direction_scores
 from bouquet_eval.scoring.score import score_rows
 
 log = logging.getLogger(__name__)
@@ -107,11 +107,13 @@ def rescore(
 
 
 def compared_columns(frame: pd.DataFrame) -> list[str]:
-    """n_sentences, then each metric's mean and corpus score (not the intervals)."""
+    """n_sentences, then each metric's mean and corpus score (not the intervals, nor the
+    learned metrics that never saw the direction's languages, which is no score but what
+    their records say)."""
     return [
         c
         for c in frame.columns
-        if c not in GROUP_COLUMNS and not c.endswith(("_ci_low", "_ci_high"))
+        if c not in (*GROUP_COLUMNS, UNSEEN) and not c.endswith(("_ci_low", "_ci_high"))
     ]
 
 
