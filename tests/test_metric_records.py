@@ -115,6 +115,23 @@ def test_families_follow_environment_and_device() -> None:
     assert on_cpu.family_cpus("metrics_cpu") == 4
 
 
+@pytest.mark.parametrize(
+    ("metrics", "environment"),
+    [
+        (["chrf", "bleu"], "workflow"),
+        (["chrf", "glotlid"], "metrics"),
+        (["chrf", "comet"], "comet"),
+        (["comet", "chrf", "metricx"], "comet"),
+    ],
+)
+def test_verification_runs_where_the_metrics_own_environment_is(
+    metrics: list[str], environment: str
+) -> None:
+    """One job computes every metric (`verify`): in COMET's environment when a COMET metric
+    is among them, wherever it stands in `metrics`."""
+    assert MetricSet.of(metrics, DEFAULTS).joint_environment() == environment
+
+
 def test_own_metric_declares_its_facts_or_gets_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(PLUGINS))
     (flaky,) = load_metrics(["faults:FlakyMetric"], {})

@@ -278,6 +278,10 @@ def _comet(
     )
 
 
+SHARED_ENVIRONMENTS = ("workflow", "metrics")
+"""The environments of the workflow's own pins (pyproject.toml's; `metrics` adds its `hf` and
+`lid` extras); a metric whose packages cannot live beside them has one of its own."""
+
 # chrF++ and BLEU are deterministic: only the last digits of a floating-point sum may differ.
 _EXACT = 1e-9
 _SACREBLEU_SIGNATURE = ("nrefs", "case", "eff", "version")
@@ -610,6 +614,17 @@ class MetricSet:
 
     def family_environment(self, family: str) -> str:
         return self.record(self.families()[family][0]).environment
+
+    def joint_environment(self) -> str:
+        """The environment of a job that computes all of them (verification): the first of
+        their own environments (COMET's) when any runs in one, which then needs the others'
+        packages beside its own (COMET's has the workflow's: chrF++, BLEU and TER run there
+        too); else `metrics` when any runs there; else `workflow`."""
+        environments = [record.environment for record in self.records]
+        own = [name for name in environments if name not in SHARED_ENVIRONMENTS]
+        if own:
+            return own[0]
+        return "metrics" if "metrics" in environments else "workflow"
 
     def family_gpus(self, family: str) -> int:
         return max(self.record(name).gpus(self.settings[name]) for name in self.families()[family])
