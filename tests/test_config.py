@@ -179,6 +179,10 @@ def test_conda_comet_environment_pins_those_the_comet_tests_run_against() -> Non
         if name in ours and name not in COMET_DEPARTURES:
             assert ours[name] == pin
     assert set(ours) >= COMET_DEPARTURES
+    # The workflow's every dependency is there, in some version: the verify job imports much
+    # of the package in this environment when a COMET metric is configured.
+    names = {pin.split("==")[0].split(">=")[0].lower() for pin in project["dependencies"]}
+    assert names <= {name.lower() for name in ours}, names - {name.lower() for name in ours}
 
 
 def test_conda_vllm_environment_pins_the_tested_release() -> None:
