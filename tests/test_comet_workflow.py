@@ -12,19 +12,26 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from bouquet_eval.metrics.records import RECORDS
+
 from .conftest import REPOSITORY, SAMPLE, Workflow
+from .slurm.cluster import install
 from .test_command import command
 from .test_metric_records import planned_rules
+from .test_slurm import MODULES_INIT, MODULES_PACKAGES, full_log
 from .workflow_configs import bounds_config
 
 COMET_PYTHON = REPOSITORY / ".venv-comet" / "bin" / "python"
 DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-cmn_Hans"]
+MODULE = "bouquet-eval-comet"
 
 if not COMET_PYTHON.exists():
     pytest.skip(
@@ -120,3 +127,99 @@ def test_bouquet_eval_score_with_comet(tmp_path: Path, checkpoints: dict[str, st
     scores = pd.read_csv(folder / "scores.csv")
     assert len(scores) == 2 and {"chrfpp", "comet"} <= set(scores.columns)
     assert scores["comet"].notna().all()
+
+
+def test_a_received_submission_with_comet_scores_is_verified(
+    workflow: Workflow, checkpoints: dict[str, str], tmp_path: Path
+) -> None:
+    """A maintainer's `snakemake verify` of received submissions carrying chrF++ and COMET-22
+    scores, the verify job handing its rescoring to COMET's environment: the honest claim (as
+    the archive `snakemake submission` wrote) and one off by less than COMET's tolerance (its
+    record's) pass; one inflated by more fails, naming the value."""
+    config = {
+        **bounds_config(SAMPLE, shards=1, directions={"list": DIRECTIONS}, limit=12),
+        "metrics": ["chrf", "comet"],
+        "comet": {"model": checkpoints["comet"], "device": "cpu", "batch_size": 8},
+        "environments": {"comet": str(COMET_PYTHON)},
+        "statistics": {"bootstrap_resamples": 50, "ar_trials": 50},
+    }
+    config["models"] = config["models"][:1]
+    workflow.write_config(config)
+    offline = {"HF_HUB_OFFLINE": "1"}
+    workflow.run("submission", env=offline)
+    submitted = workflow.workdir / "runs" / "submission" / "copy-source"
+
+    tolerance = RECORDS["comet"].tolerances["comet"]
+    inbox = tmp_path / "inbox"
+    for name, added in {"within": 0.5 * tolerance, "inflated": 2 * tolerance}.items():
+        copy = shutil.copytree(submitted, inbox / name)
+        scores = pd.read_csv(copy / "scores.csv")
+        scores.loc[scores["tgt_lang"] == "fra_Latn", "comet"] += added
+        scores.to_csv(copy / "scores.csv", index=False)
+
+    maintainer = Workflow(tmp_path / "maintainer")
+    maintainer.workdir.mkdir()
+    maintainer.write_config({**config, "models": [{"name": "baseline", "translator": "reference"}]})
+    listed = ", ".join(map(str, [f"{submitted}.tar.gz", inbox / "within", inbox / "inflated"]))
+    failed = maintainer.run(
+        "verify", "--keep-going", "--config", f"submissions=[{listed}]", check=False, env=offline
+    )
+    assert failed.returncode != 0
+    log = maintainer.workdir / "logs" / "received" / "copy-source" / "verify.log"
+    assert f"rescoring with chrf, comet in {COMET_PYTHON}" in log.read_text()
+    received = maintainer.workdir / "runs" / "received"
+    for name in ("copy-source", "within"):
+        verification = pd.read_csv(received / name / "verification.csv")
+        assert set(verification["status"]) == {"ok"}, verification
+        assert {"n_sentences", "chrfpp", "chrfpp_corpus", "comet"} == set(verification["metric"])
+        assert set(verification.loc[verification["metric"] == "comet", "tolerance"]) == {tolerance}
+    verification = pd.read_csv(received / "inflated" / "verification.csv")
+    differs = verification[verification["status"] == "differs"]
+    assert list(zip(differs["tgt_lang"], differs["metric"], strict=True)) == [("fra_Latn", "comet")]
+    (row,) = differs.itertuples(index=False)
+    assert row.difference == pytest.approx(-2 * tolerance)
+    assert (
+        f"model 'inflated', direction eng_Latn-fra_Latn, comet: claimed {row.claimed!r}, "
+        f"recomputed {row.recomputed!r} (tolerance {tolerance:g})"
+    ) in failed.stdout + failed.stderr
+
+
+@pytest.fixture
+def comet_module(tmp_path: Path) -> dict[str, str]:
+    """envs/modulefiles/bouquet-eval-comet with .venv-comet filled in, and what Snakemake's
+    environment needs to load it in jobs (as in tests/test_slurm.py's vLLM module)."""
+    try:
+        install(MODULES_PACKAGES)
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"Environment Modules cannot be installed here: {error}")
+    template = (REPOSITORY / "envs" / "modulefiles" / "bouquet-eval-comet").read_text()
+    folder = tmp_path / "modulefiles"
+    folder.mkdir()
+    venv = COMET_PYTHON.parent.parent
+    module = re.sub(r"(?m)^set venv .*$", f"set venv {venv}", template)
+    (folder / "bouquet-eval-comet").write_text(module)
+    return {"MODULEPATH": str(folder), "BASH_ENV": str(MODULES_INIT)}
+
+
+def test_comet_jobs_and_verify_load_its_module(
+    workflow: Workflow, checkpoints: dict[str, str], comet_module: dict[str, str]
+) -> None:
+    """With `--sdm env-modules` and no `environments`, the COMET family's score jobs and the
+    verify job load the module that `resources.score_comet_cpu.envmodules` names, and run in
+    its Python (the workflow's own has no unbabel-comet); the claim verifies."""
+    config = {
+        **bounds_config(SAMPLE, shards=1, directions={"list": DIRECTIONS[:1]}, limit=12),
+        "metrics": ["chrf", "comet"],
+        "comet": {"model": checkpoints["comet"], "device": "cpu", "batch_size": 8},
+        "statistics": {"bootstrap_resamples": 50, "ar_trials": 50},
+    }
+    config["models"] = config["models"][:1]
+    config["resources"] = {**config["resources"], "score_comet_cpu": {"envmodules": [MODULE]}}
+    workflow.write_config(config)
+    environment = {**comet_module, "HF_HUB_OFFLINE": "1"}
+    for target in ("all", "verify"):
+        run = workflow.run(target, "--sdm", "env-modules", env=environment)
+        log = full_log(workflow.workdir, run.stderr)
+        assert f"Activating environment modules: {MODULE}" in log, target
+    verification = pd.read_csv(workflow.workdir / "runs" / "copy-source" / "verification.csv")
+    assert "comet" in set(verification["metric"]) and set(verification["status"]) == {"ok"}

@@ -73,6 +73,10 @@ def test_defaults_are_filled() -> None:
         (lambda c: c.pop("models"), "'models' is a required property"),
         (lambda c: c["models"].append(dict(c["models"][0])), "duplicate model names ['m']"),
         (lambda c: c.update(metricx={"device": "gpu"}), "at 'metricx.device'"),
+        (lambda c: c.update(metricx={"batch_tokens": 0}), "at 'metricx.batch_tokens'"),
+        (lambda c: c.update(glotlid={"revison": "x"}), "at 'glotlid': Additional properties"),
+        (lambda c: c.update(comet={"precision": "half"}), "at 'comet.precision'"),
+        (lambda c: c.update(chrf={}), "at '(top level)': Additional properties"),
         (lambda c: c.update(output_dir="runs</script><script>x()</script>"), "at 'output_dir'"),
         (lambda c: c.update(compare={"baseline": "x"}), "at 'compare': unknown model(s) ['x']"),
         (
@@ -175,6 +179,10 @@ def test_conda_comet_environment_pins_those_the_comet_tests_run_against() -> Non
         if name in ours and name not in COMET_DEPARTURES:
             assert ours[name] == pin
     assert set(ours) >= COMET_DEPARTURES
+    # The workflow's every dependency is there, in some version: the verify job imports much
+    # of the package in this environment when a COMET metric is configured.
+    names = {pin.split("==")[0].split(">=")[0].lower() for pin in project["dependencies"]}
+    assert names <= {name.lower() for name in ours}, names - {name.lower() for name in ours}
 
 
 def test_conda_vllm_environment_pins_the_tested_release() -> None:

@@ -12,6 +12,8 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.core.gpus import gpu_lease
+from bouquet_eval.metrics import load_metrics
+from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.planning.sharding import assign_shards
 from bouquet_eval.translators.backends import model_cpus
@@ -218,10 +220,12 @@ def test_score_cpus_follow_the_metrics(
     """A job computing them all (verification) asks for the most any family needs."""
     monkeypatch.syspath_prepend(str(PLUGINS))
     config = {"metrics": metrics, "metricx": {"device": device}}
-    assert default_cpus("score", config) == cpus
+    metric_set = MetricSet.of(metrics, config, load_metrics(metrics, config))
+    assert default_cpus("score", metric_set) == cpus
 
 
 def test_each_family_of_score_jobs_asks_for_its_own_cpus() -> None:
-    config = {"metrics": ["chrf", "metricx"], "metricx": {"device": "cuda"}}
-    assert default_cpus("score", config, "workflow_cpu") == 1
-    assert default_cpus("score", config, "metrics_gpu") == 2
+    metrics = MetricSet.of(["chrf", "metricx"], {"metricx": {"device": "cuda"}})
+    assert default_cpus("score", metrics, "workflow_cpu") == 1
+    assert default_cpus("score", metrics, "metrics_gpu") == 2
+    assert default_cpus("aggregate", metrics) == 1

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from bouquet_eval.core.config import ConfigError, import_object, load_yaml
 from bouquet_eval.data.dataset import Direction, dataset_source
 from bouquet_eval.data.outputs import score_settings
 from bouquet_eval.data.translations import read_translations
-from bouquet_eval.metrics import load_metric, load_metrics
-from bouquet_eval.metrics.records import RECORDS, MetricSet, metrics_table, record_of
+from bouquet_eval.metrics import load_metric, load_metrics, records
+from bouquet_eval.metrics.records import (
+    RECORDS,
+    MetricRecord,
+    MetricSet,
+    metrics_table,
+    record_of,
+)
 from bouquet_eval.metrics.training_languages import MT5_LANGUAGES, XLMR_LANGUAGES
+from bouquet_eval.planning.schema import load_schema, validate_config
 from bouquet_eval.results.aggregate import UNSEEN, with_unseen
 from bouquet_eval.results.leaderboard import unseen_counts, unseen_notes
 from bouquet_eval.scoring.score import gather_scores, score_metrics, scored_table
@@ -45,6 +55,51 @@ def test_each_record_matches_its_class(name: str) -> None:
     assert fields == set(record.signature_fields)
 
 
+SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@pytest.mark.parametrize("name", [name for name, r in RECORDS.items() if r.settings is not None])
+def test_each_settings_section_is_its_records_and_its_classs(name: str) -> None:
+    """The configuration schema's section of a metric is its record's, which names every
+    parameter of its class with the class's default (a COMET class's model defaults to its
+    `default_model`); the schema's file writes none of them."""
+    record = RECORDS[name]
+    written = load_yaml(SCHEMA)["properties"]
+    assert name not in written
+    assert load_schema(SCHEMA)["properties"][name] == record.settings_schema()
+    settings = dict(record.settings or {})
+    factory = import_object(record.factory)
+    parameters = inspect.signature(factory).parameters
+    assert set(parameters) == set(settings)
+    for key, parameter in parameters.items():
+        default = parameter.default
+        if default is None and key == "model":
+            default = factory.default_model
+        assert settings[key]["default"] == default, key
+
+
+def test_a_new_metric_is_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record alone gives the configuration its name and its section: defaults filled in
+    after `metrics`, a wrong value named by its key."""
+    toy = MetricRecord(
+        "toy",
+        "toys:Toy",
+        "a toy",
+        ("toy",),
+        settings={"size": {"type": "integer", "minimum": 1, "default": 3}},
+    )
+    monkeypatch.setattr(records, "RECORDS", MappingProxyType({**RECORDS, "toy": toy}))
+    minimal = {"models": [{"name": "m", "translator": "reference"}]}
+    config = validate_config({**minimal, "metrics": ["chrf", "toy"]}, SCHEMA)
+    assert config["toy"] == {"size": 3}
+    sections = list(load_schema(SCHEMA)["properties"])
+    assert sections.index("toy") > sections.index("metrics")
+    with pytest.raises(ConfigError, match=r"at 'toy.size': 0 is less than the minimum of 1"):
+        validate_config({**minimal, "metrics": ["toy"], "toy": {"size": 0}}, SCHEMA)
+    with pytest.raises(ConfigError, match=r"at 'toy': Additional properties"):
+        validate_config({**minimal, "metrics": ["toy"], "toy": {"colour": "red"}}, SCHEMA)
+
+
 def test_families_follow_environment_and_device() -> None:
     config = {**DEFAULTS}
     metrics = MetricSet.of(["chrf", "glotlid", "metricx", "bleu"], config)
@@ -58,6 +113,23 @@ def test_families_follow_environment_and_device() -> None:
     on_cpu = MetricSet.of(["chrf", "glotlid", "metricx"], {**config, "metricx": {"device": "cpu"}})
     assert on_cpu.families() == {"workflow_cpu": ("chrf",), "metrics_cpu": ("glotlid", "metricx")}
     assert on_cpu.family_cpus("metrics_cpu") == 4
+
+
+@pytest.mark.parametrize(
+    ("metrics", "environment"),
+    [
+        (["chrf", "bleu"], "workflow"),
+        (["chrf", "glotlid"], "metrics"),
+        (["chrf", "comet"], "comet"),
+        (["comet", "chrf", "metricx"], "comet"),
+    ],
+)
+def test_verification_runs_where_the_metrics_own_environment_is(
+    metrics: list[str], environment: str
+) -> None:
+    """One job computes every metric (`verify`): in COMET's environment when a COMET metric
+    is among them, wherever it stands in `metrics`."""
+    assert MetricSet.of(metrics, DEFAULTS).joint_environment() == environment
 
 
 def test_own_metric_declares_its_facts_or_gets_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,6 +141,10 @@ def test_verification_statuses_and_message() -> None:
     assert status[("deu_Latn", "chrfpp")] == DIFFERS
     assert status[("deu_Latn", "metricx")] == NOT_RECOMPUTED
     assert "chrfpp_ci_low" not in set(verification["metric"])  # intervals are not claims
+    # Nor which learned metrics never saw a direction's languages (scores.csv's `unseen_by`,
+    # text that the records, not the claim, decide).
+    unseen = claimed.assign(unseen_by=["metricx", ""])
+    assert compare_scores(unseen, recomputed, {"chrfpp": 1e-9}).equals(verification)
     message = mismatch_message("m", verification)
     assert message == (
         "model 'm', direction eng_Latn-deu_Latn, chrfpp: claimed 50.0, recomputed 50.5 "

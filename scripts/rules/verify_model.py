@@ -10,10 +10,10 @@ from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
     FAILED,
+    Rescoring,
     compare_scores,
     directions_to_verify,
     read_claim,
-    rescore,
     tolerances,
 )
 
@@ -23,6 +23,7 @@ def main(snakemake: SnakemakeJob) -> None:
         job_logging(snakemake.log[0]) as log,
         gpu_lease(snakemake.resources.gpu, GPU_LEASES),
         tempfile.TemporaryDirectory(prefix="received-") as unpacked,
+        tempfile.TemporaryDirectory(prefix="rescored-") as scratch,
     ):
         plan = snakemake.params.plan
         output = Path(snakemake.output[0])
@@ -39,13 +40,20 @@ def main(snakemake: SnakemakeJob) -> None:
             log.info("submission '%s': its files to be read are in %s", submission.source, folder)
         claimed = read_claim(folder / "scores.csv")
         metrics = load_metrics(plan.metrics, plan.config)
-        recomputed = rescore(
+        rescoring = Rescoring(
             folder,
             directions_to_verify(configured, claimed, plan.dataset.directions()),
             plan.dataset,
             plan.limit,
-            metrics,
+            list(plan.metrics),
+            plan.config,
             plan.resampling,
+            Path(scratch) / "recomputed.parquet",
+        )
+        # In the Python of the metrics' own environment, when the configuration names one.
+        python = snakemake.params.python
+        recomputed = (
+            rescoring.scores_in(python, Path(snakemake.log[0])) if python else rescoring.scores()
         )
         verification = compare_scores(
             claimed, recomputed, {**tolerances(metrics), **snakemake.params.tolerance}

@@ -164,12 +164,12 @@ def score_environment(family):
     return f"../../envs/{METRIC_SET.family_environment(family)}.yaml"
 
 
-def family_python(family):
-    """The Python of a family of metrics' environment where `environments` names one, for a
-    run that deploys no software itself (with --sdm conda or env-modules, those do)."""
+def environment_python(environment):
+    """The Python of a software environment where `environments` names one, for a run that
+    deploys no software itself (with --sdm conda or env-modules, those do)."""
     from snakemake.settings.types import DeploymentMethod
 
-    python = config["environments"].get(METRIC_SET.family_environment(family))
+    python = config["environments"].get(environment)
     deploying = {DeploymentMethod.CONDA, DeploymentMethod.ENV_MODULES}
     if python is None or deploying & set(
         workflow.deployment_settings.deployment_method
@@ -178,16 +178,32 @@ def family_python(family):
     return str(expand_path(python))
 
 
+def family_python(family):
+    """The Python of a family of metrics' environment (see environment_python)."""
+    return environment_python(METRIC_SET.family_environment(family))
+
+
 def verify_environment():
-    """Verification computes every metric in one job: the environment that holds them all
-    when they have one, else the first family's (a family in an environment of its own, such
-    as COMET's, then needs its environment's packages installed beside the others)."""
-    environments = {METRIC_SET.family_environment(f) for f in METRIC_SET.families()}
-    if environments <= {"workflow", "metrics"}:
-        return (
-            f"../../envs/{'metrics' if 'metrics' in environments else 'workflow'}.yaml"
-        )
-    return score_environment(next(iter(METRIC_SET.families())))
+    """Verification computes every metric in one job, in the environment that holds them
+    all (MetricSet.joint_environment: COMET's when the COMET family is among them)."""
+    return f"../../envs/{METRIC_SET.joint_environment()}.yaml"
+
+
+def verify_python():
+    """The Python of that environment where `environments` names one (see
+    environment_python): the verify job hands its rescoring to it."""
+    return environment_python(METRIC_SET.joint_environment())
+
+
+def verify_envmodules():
+    """The environment modules of a family of score jobs in that environment (with
+    --sdm env-modules): `resources.score_<family>.envmodules`, over `resources.score`'s.
+    """
+    joint = METRIC_SET.joint_environment()
+    family = next(
+        f for f in METRIC_SET.families() if METRIC_SET.family_environment(f) == joint
+    )
+    return job_envmodules("score", family=family)
 
 
 def score_gpus(family=None):

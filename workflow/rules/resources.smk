@@ -32,7 +32,7 @@ def job_settings(stage, model=None, family=None):
     job: its `family` of metrics', all of them when None; see
     bouquet_eval.planning.job_cpus)."""
     settings = {
-        "cpus": model.cpus if model else default_cpus(stage, config, family),
+        "cpus": model.cpus if model else default_cpus(stage, METRIC_SET, family),
         **config["resources"][stage],
         **config["resources"].get(f"{stage}_{family}", {}),
     }

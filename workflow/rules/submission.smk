@@ -49,13 +49,14 @@ rule verify_model:
     conda:
         verify_environment()
     envmodules:
-        *job_envmodules("score"),
+        *verify_envmodules(),
     threads: job_settings("score")["cpus"]
     resources:
         **job_resources("score", score_gpus()),
     params:
         submission=lambda wildcards: CLAIMS[wildcards.model],
         plan=PLAN,
+        python=verify_python(),
         tolerance=config["verify"]["tolerance"],
         # Only so that a change reruns the job: Snakemake records builtin values, never the
         # plan, which is what the script reads.

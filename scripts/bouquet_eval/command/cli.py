@@ -19,7 +19,7 @@ from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
 from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
-from bouquet_eval.core.config import load_yaml
+from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
 WORKFLOW_SUBCOMMANDS = ("translate", "score", "aggregate", "run", "prefetch", "metaeval")
@@ -38,7 +38,8 @@ def _setting_default(backend: str, setting: str) -> Any:
 
 @cache
 def _schema() -> dict[str, Any]:
-    return load_yaml(REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
+    """The configuration schema, completed (a metric's settings come from its record)."""
+    return load_schema(REPOSITORY / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def _schema_default(section: str, key: str) -> Any:

@@ -4,7 +4,8 @@ Everything about a built-in metric follows from its `MetricRecord` here: its per
 columns and how they read (higher or lower is better, a fixed range, labels rather than
 scores), the job it runs in (environment, CPUs, GPUs for its settings), the models `prefetch`
 fetches and the manifest traces, the fields of its signature, the tolerance `verify` grants
-it, whether it reads the reference, and the languages its model was trained on. A composite
+it, whether it reads the reference, the languages its model was trained on, and its
+configuration section's settings (the configuration schema's section of its name). A composite
 (`CompositeRecord`) is a column computed from other metrics' columns.
 
 A metric of one's own ("package.module:Name") gets a record from the class's attributes of
@@ -14,6 +15,7 @@ planner, `prefetch` and the docs read it without loading a model.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,17 +119,21 @@ class MetricRecord:
     licence: str = ""
     """The licence of its default model, where it has one."""
     settings: Mapping[str, Mapping[str, Any]] | None = None
-    """JSON Schema of each setting of its configuration section, with its default; None: the
-    section is written in the configuration schema's file."""
+    """JSON Schema of each setting of its configuration section (named as the metric), with
+    its default: the configuration schema's section of it. None: it takes no settings, and
+    the configuration has no section of its name."""
 
     def settings_schema(self) -> dict[str, Any]:
         """The configuration section's schema, from `settings`."""
         return {
-            "description": f"Settings of {self.name} (used when `metrics` lists {self.name}).",
+            "description": f"Settings of {self.name} ({self.summary}), used when `metrics` "
+            f"lists {self.name}.",
             "type": "object",
             "default": {},
             "additionalProperties": False,
-            "properties": {key: dict(value) for key, value in (self.settings or {}).items()},
+            "properties": {
+                key: copy.deepcopy(dict(value)) for key, value in (self.settings or {}).items()
+            },
         }
 
     def gpus(self, settings: Mapping[str, Any] | None) -> int:
@@ -167,6 +173,18 @@ class CompositeRecord:
 
     def applies(self, metrics: Sequence[str]) -> bool:
         return set(self.requires) <= set(metrics)
+
+
+_DEVICE_SETTING: Mapping[str, Any] = MappingProxyType(
+    {
+        "description": "auto (a GPU when there is one), cpu, cuda or cuda:N.",
+        "type": "string",
+        "pattern": "^(auto|cpu|cuda(:[0-9]+)?)$",
+        "default": "auto",
+    }
+)
+"""A `device` setting: the record's `device_setting`, which decides whether its job holds a
+GPU."""
 
 
 def _metricx_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
@@ -247,12 +265,7 @@ def _comet(
                 "default": default_model,
             },
             "batch_size": {"type": "integer", "minimum": 1, "default": 16},
-            "device": {
-                "description": "auto (a GPU when there is one), cpu, cuda or cuda:N.",
-                "type": "string",
-                "pattern": "^(auto|cpu|cuda(:[0-9]+)?)$",
-                "default": "auto",
-            },
+            "device": _DEVICE_SETTING,
             "precision": {
                 "description": "auto (bfloat16 on a GPU that has it, float32 on the CPU), "
                 "float32, bfloat16 or float16 (comet-score's own).",
@@ -264,6 +277,10 @@ def _comet(
         **facts,
     )
 
+
+SHARED_ENVIRONMENTS = ("workflow", "metrics")
+"""The environments of the workflow's own pins (pyproject.toml's; `metrics` adds its `hf` and
+`lid` extras); a metric whose packages cannot live beside them has one of its own."""
 
 # chrF++ and BLEU are deterministic: only the last digits of a floating-point sum may differ.
 _EXACT = 1e-9
@@ -329,6 +346,42 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             ),
             training_languages=MT5_LANGUAGES,
             licence="Apache-2.0",
+            settings={
+                "model": {
+                    "description": "Hub id or local directory of a MetricX-24 checkpoint.",
+                    "type": "string",
+                    "default": "google/metricx-24-hybrid-xl-v2p6",
+                },
+                "tokenizer": {
+                    "description": "Hub id or local directory of its tokenizer (mT5's for "
+                    "every size): spiece.model and tokenizer_config.json, from which the "
+                    "official pipeline's tokenizer is built.",
+                    "type": "string",
+                    "default": "google/mt5-xl",
+                },
+                "qe": {
+                    "description": "Reference-free (quality estimation) scoring.",
+                    "type": "boolean",
+                    "default": False,
+                },
+                "device": _DEVICE_SETTING,
+                "dtype": {
+                    "description": "auto (bfloat16 on a GPU, float32 on the CPU), float32, "
+                    "bfloat16 or float16.",
+                    "type": "string",
+                    "enum": ["auto", "float32", "bfloat16", "float16"],
+                    "default": "auto",
+                },
+                "batch_tokens": {
+                    "description": "Token budget of a batch (padded length x segments). 16384 "
+                    "scored within 4% of the fastest budget on an H100 "
+                    "(benchmarks/gpu_results.md) at about half its memory; lower it on small "
+                    "GPUs.",
+                    "type": "integer",
+                    "minimum": 1,
+                    "default": 16384,
+                },
+            },
         ),
         "glotlid": MetricRecord(
             "glotlid",
@@ -345,6 +398,20 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             signature_fields=("model", "rev", "remap", "fasttext"),
             coverage="its model's labels: NaN glotlid_score for a language without one",
             licence="Apache-2.0",
+            settings={
+                "model": {
+                    "description": "A local fastText .bin file, or <owner>/<repo>/<file> on "
+                    "the Hugging Face hub.",
+                    "type": "string",
+                    "default": "cis-lmu/glotlid/model_v3.bin",
+                },
+                "revision": {
+                    "description": "Hub revision of the model file (a pinned commit for "
+                    "reproducibility).",
+                    "type": ["string", "null"],
+                    "default": None,
+                },
+            },
         ),
         "comet": _comet(
             "comet",
@@ -547,6 +614,17 @@ class MetricSet:
 
     def family_environment(self, family: str) -> str:
         return self.record(self.families()[family][0]).environment
+
+    def joint_environment(self) -> str:
+        """The environment of a job that computes all of them (verification): the first of
+        their own environments (COMET's) when any runs in one, which then needs the others'
+        packages beside its own (COMET's has the workflow's: chrF++, BLEU and TER run there
+        too); else `metrics` when any runs there; else `workflow`."""
+        environments = [record.environment for record in self.records]
+        own = [name for name in environments if name not in SHARED_ENVIRONMENTS]
+        if own:
+            return own[0]
+        return "metrics" if "metrics" in environments else "workflow"
 
     def family_gpus(self, family: str) -> int:
         return max(self.record(name).gpus(self.settings[name]) for name in self.families()[family])

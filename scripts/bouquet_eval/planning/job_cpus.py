@@ -9,25 +9,22 @@ computes on the CPU when its device is `cpu`, and otherwise tokenizes and batche
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from bouquet_eval.metrics.records import MetricSet
 
 AGGREGATE_CPUS = 1
 
 
-def score_cpus(config: Mapping[str, Any], family: str | None = None) -> int:
-    """CPUs of the score jobs of one family of metrics (`MetricSet.families`); of a job that
-    computes every metric when `family` is None (verification)."""
-    metrics = MetricSet.of(config["metrics"], config)
+def score_cpus(metrics: MetricSet, family: str | None = None) -> int:
+    """CPUs of the score jobs of one family of the run's metrics (`MetricSet.families`); of a
+    job that computes every metric when `family` is None (verification)."""
     families = [family] if family is not None else list(metrics.families())
     return max(metrics.family_cpus(name) for name in families)
 
 
-def default_cpus(stage: str, config: Mapping[str, Any], family: str | None = None) -> int:
-    """CPUs of a score or aggregate job, the metrics' `family` for score jobs; a translate
-    job's are its model's (`translators.backends.model_cpus`, in the plan)."""
+def default_cpus(stage: str, metrics: MetricSet, family: str | None = None) -> int:
+    """CPUs of a score or aggregate job, the metrics' `family` for score jobs (`metrics`: the
+    run's, as the workflow built them once); a translate job's are its model's
+    (`translators.backends.model_cpus`, in the plan)."""
     if stage == "score":
-        return score_cpus(config, family)
+        return score_cpus(metrics, family)
     return AGGREGATE_CPUS

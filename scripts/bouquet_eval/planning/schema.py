@@ -94,20 +94,30 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     """The configuration schema: the file, completed with what other modules define.
 
     A model entry's schema comes from the translator registry, the built-in metrics' names and
-    the settings sections the file leaves out from the metric records, and the language-code
-    patterns from the module that parses codes, so that none can drift from the code that uses
-    them.
+    their settings sections (placed after `metrics`) from the metric records, and the
+    language-code patterns from the module that parses codes, so that none can drift from the
+    code that uses them.
     """
     from bouquet_eval.core.languages import DIRECTION_PATTERN, LANGUAGE_PATTERN
     from bouquet_eval.metrics.records import RECORDS
     from bouquet_eval.translators.backends import model_entry_schema
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    properties = schema["properties"]
-    properties["metrics"]["items"]["anyOf"][0]["enum"] = list(RECORDS)
-    for name, record in RECORDS.items():
-        if record.settings is not None:
-            properties.setdefault(name, record.settings_schema())
+    written = schema["properties"]
+    written["metrics"]["items"]["anyOf"][0]["enum"] = list(RECORDS)
+    sections = {
+        name: record.settings_schema()
+        for name, record in RECORDS.items()
+        if record.settings is not None
+    }
+    properties: dict[str, Any] = {}
+    for key, value in written.items():
+        if key in sections:
+            raise ValueError(f"{schema_path}: the section '{key}' is its metric record's")
+        properties[key] = value
+        if key == "metrics":
+            properties.update(sections)
+    schema["properties"] = properties
     definitions = schema["$defs"]
     definitions["model"] = model_entry_schema()
     definitions["language"]["pattern"] = f"^{LANGUAGE_PATTERN}$"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,10 @@ from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.data.received import CLAIM, claimed_directions
 from bouquet_eval.data.translations import read_translations
-from bouquet_eval.metrics import Metric, corpus_metrics, metric_columns
+from bouquet_eval.metrics import Metric, corpus_metrics, load_metrics, metric_columns
 from bouquet_eval.metrics.records import MetricSet
-from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_scores
-from bouquet_eval.scoring.score import score_rows
+from bouquet_eval.results.aggregate import GROUP_COLUMNS, UNSEEN, direction_scores
+from bouquet_eval.scoring.score import run_in_python, score_rows
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +107,50 @@ def rescore(
     )
 
 
+@dataclass(frozen=True)
+class Rescoring:
+    """`rescore` with the metrics named, in a form another Python can be handed
+    (`scoring.score.run_in_python`): the Python of the environment the metrics run in, where
+    the configuration's `environments` names one (COMET's, whose packages the workflow's own
+    environment cannot hold)."""
+
+    model_dir: Path
+    directions: list[Direction]
+    dataset: DatasetSource
+    limit: int | None
+    metrics: list[str]
+    config: dict[str, Any]
+    resampling: Resampling
+    output: Path
+    """Where `run` writes the scores (parquet), for the Python that handed it over."""
+
+    def scores(self) -> pd.DataFrame:
+        return rescore(
+            self.model_dir,
+            self.directions,
+            self.dataset,
+            self.limit,
+            load_metrics(self.metrics, self.config),
+            self.resampling,
+        )
+
+    def run(self) -> None:
+        self.scores().to_parquet(self.output, index=False)
+
+    def scores_in(self, python: str, log_path: Path) -> pd.DataFrame:
+        """The scores, computed in `python`."""
+        run_in_python(self, f"rescoring with {', '.join(self.metrics)}", python, log_path)
+        return pd.read_parquet(self.output)
+
+
 def compared_columns(frame: pd.DataFrame) -> list[str]:
-    """n_sentences, then each metric's mean and corpus score (not the intervals)."""
+    """n_sentences, then each metric's mean and corpus score (not the intervals, nor the
+    learned metrics that never saw the direction's languages, which is no score but what
+    their records say)."""
     return [
         c
         for c in frame.columns
-        if c not in GROUP_COLUMNS and not c.endswith(("_ci_low", "_ci_high"))
+        if c not in (*GROUP_COLUMNS, UNSEEN) and not c.endswith(("_ci_low", "_ci_high"))
     ]
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 import pyarrow as pa
@@ -155,27 +155,38 @@ class ScoreJob:
         )
 
     def run_in(self, python: str, log_path: Path) -> None:
-        """Run in another environment's Python (`environments` of the configuration): the job
-        is handed over in a file, and what it logs goes to `log_path` and stderr as it comes."""
-        with tempfile.TemporaryDirectory() as folder:
-            handed = Path(folder) / "job.pickle"
-            handed.write_bytes(pickle.dumps(self))
-            log.info("scoring %s in %s", ", ".join(self.metrics), python)
-            command = [python, "-m", __name__, str(handed)]
-            with (
-                subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child,
-                log_path.open("a", encoding="utf-8") as log_file,
-            ):
-                assert child.stderr is not None
-                for line in child.stderr:
-                    log_file.write(line)
-                    log_file.flush()
-                    sys.stderr.write(line)
-            if child.returncode:
-                raise RuntimeError(
-                    f"scoring {', '.join(self.metrics)} in {python} failed (exit status "
-                    f"{child.returncode}): see above"
-                )
+        """Run in another environment's Python (`environments` of the configuration)."""
+        run_in_python(self, f"scoring {', '.join(self.metrics)}", python, log_path)
+
+
+class HandedJob(Protocol):
+    """Work that another Python can be handed: picklable, done by `run`."""
+
+    def run(self) -> None: ...
+
+
+def run_in_python(job: HandedJob, what: str, python: str, log_path: Path) -> None:
+    """Run `job` in another environment's Python (`environments` of the configuration), which
+    imports this checkout's package too: the job is handed over in a file (`main`), and what
+    it logs goes to `log_path` and stderr as it comes. `what` names it in messages."""
+    with tempfile.TemporaryDirectory() as folder:
+        handed = Path(folder) / "job.pickle"
+        handed.write_bytes(pickle.dumps(job))
+        log.info("%s in %s", what, python)
+        command = [python, "-m", __name__, str(handed)]
+        with (
+            subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child,
+            log_path.open("a", encoding="utf-8") as log_file,
+        ):
+            assert child.stderr is not None
+            for line in child.stderr:
+                log_file.write(line)
+                log_file.flush()
+                sys.stderr.write(line)
+        if child.returncode:
+            raise RuntimeError(
+                f"{what} in {python} failed (exit status {child.returncode}): see above"
+            )
 
 
 def metric_table(columns: Mapping[str, Sequence[Any]], rows: int, metric: str) -> pa.Table:
@@ -294,7 +305,8 @@ def _split_scores(
 
 
 def main(handed: str) -> None:
-    """Run the ScoreJob pickled in `handed`, logging to stderr (`ScoreJob.run_in`)."""
+    """Run the job pickled in `handed` (a ScoreJob, or another `HandedJob`), logging to stderr
+    (`run_in_python`)."""
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
