@@ -107,7 +107,10 @@ def kernel_breakdown(device: str, work: Callable[[], Any], top: int = 12) -> str
 
 
 def report(
-    measured: list[dict[str, Any]], matmul: float | None, record: dict[str, Any], output: Any
+    measured: list[dict[str, Any]],
+    matmul: float | None,
+    record: dict[str, Any],
+    output: Path | None,
 ) -> None:
     """The table so far (a run stopped at its time limit still leaves it) and the JSON."""
     reference = measured[0]["scores"]
@@ -170,7 +173,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also try torch.compile")
     parser.add_argument("--attention", action="store_true", help="also try attention variants")
     parser.add_argument("--passes", type=int, default=2, help="timed passes per speed-up")
-    parser.add_argument("--output")
+    parser.add_argument("--output", type=Path)
     arguments = parser.parse_args()
     import numpy as np
     import torch
@@ -209,7 +212,6 @@ def main() -> None:
     matmul = matmul_tflops(device)
     print("8192^3 bfloat16 matrix product: " + ("-" if matmul is None else f"{matmul:.0f} TFLOP/s"))
     record = {"environment": setting, "matmul_tflops": matmul, "flops": flops}
-    output = None if arguments.output is None else Path(arguments.output)
     metric = RandomMetricX(model, batch_tokens=arguments.budget)
     metric.score_encoded(sequences[:256], token_budget_batches(lengths[:256], arguments.budget))
     batches_512 = token_budget_batches(lengths[:512], arguments.budget)
@@ -234,7 +236,7 @@ def main() -> None:
                 "scores": scores,
             }
         )
-        report(measured, matmul, record, output)
+        report(measured, matmul, record, arguments.output)
 
     run("as transformers builds it", 2)
     try:

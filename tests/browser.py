@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,33 +179,46 @@ async def chromium() -> AsyncIterator[Page]:
         raise FileNotFoundError("chromium is not installed")
     # Chromium's helper processes may still be writing the profile as the browser exits; the
     # whole process group is stopped, and what they leave is the temporary folder's to lose.
-    with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
+    with launched(
+        "chromium",
+        lambda profile: [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        stderr=subprocess.DEVNULL,
+    ) as (process, profile):
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("chromium did not open its DevTools port")
+            await asyncio.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/json/list") as reply:
+                targets = await reply.json()
+            target = next(t for t in targets if t["type"] == "page")
+            async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as socket:
+                page = Page(socket)
+                try:
+                    yield page
+                finally:
+                    page._reader.cancel()
+
+
+@contextlib.contextmanager
+def launched(
+    browser: str, command: Callable[[str], list[str]], **streams: Any
+) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`command(profile folder)` started in a session of its own with a fresh profile; on exit
+    the browser and every process it started are stopped, and the profile removed."""
+    with tempfile.TemporaryDirectory(prefix=f"{browser}-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            command(profile),
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            text=True,
             start_new_session=True,
+            **streams,
         )
         try:
-            port_file = Path(profile) / "DevToolsActivePort"
-            deadline = time.monotonic() + 30
-            while not (port_file.exists() and port_file.read_text().strip()):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("chromium did not open its DevTools port")
-                await asyncio.sleep(0.1)
-            port = int(port_file.read_text().split()[0])
-            async with aiohttp.ClientSession() as session:
-                async with session.get(f"http://127.0.0.1:{port}/json/list") as reply:
-                    targets = await reply.json()
-                target = next(t for t in targets if t["type"] == "page")
-                async with session.ws_connect(
-                    target["webSocketDebuggerUrl"], max_msg_size=0
-                ) as socket:
-                    page = Page(socket)
-                    try:
-                        yield page
-                    finally:
-                        page._reader.cancel()
+            yield process, Path(profile)
         finally:
             stop_group(process)
 
@@ -271,35 +284,29 @@ async def firefox() -> AsyncIterator[FirefoxPage]:
     binary = firefox_path()
     if binary is None:
         raise FileNotFoundError("firefox is not installed")
-    with tempfile.TemporaryDirectory(prefix="firefox-", ignore_cleanup_errors=True) as profile:
-        process = subprocess.Popen(
-            [binary, "--headless", "--no-remote", "--profile", profile,
-             "--remote-debugging-port=0", "--width=1400", "--height=1000"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            assert process.stderr is not None
-            address = None
-            deadline = time.monotonic() + 60
-            while address is None:
-                line = await asyncio.to_thread(process.stderr.readline)
-                if line.startswith("WebDriver BiDi listening on "):
-                    address = line.split(" on ", 1)[1].strip()
-                elif not line or time.monotonic() > deadline:
-                    raise RuntimeError("firefox did not open its WebDriver BiDi port")
-            # Firefox keeps writing to stderr: drained, so that it never blocks on it.
-            threading.Thread(target=process.stderr.read, daemon=True).start()
-            async with (
-                aiohttp.ClientSession() as session,
-                session.ws_connect(f"{address}/session", max_msg_size=0) as socket,
-            ):
-                page = FirefoxPage(socket, "")
-                await page.send("session.new", capabilities={})
-                tree = await page.send("browsingContext.getTree")
-                page.context = tree["contexts"][0]["context"]
-                yield page
-        finally:
-            stop_group(process)
+    with launched(
+        "firefox",
+        lambda profile: [binary, "--headless", "--no-remote", "--profile", profile,
+                         "--remote-debugging-port=0", "--width=1400", "--height=1000"],
+        stderr=subprocess.PIPE,
+    ) as (process, _):  # fmt: skip
+        assert process.stderr is not None
+        address = None
+        deadline = time.monotonic() + 60
+        while address is None:
+            line = await asyncio.to_thread(process.stderr.readline)
+            if line.startswith("WebDriver BiDi listening on "):
+                address = line.split(" on ", 1)[1].strip()
+            elif not line or time.monotonic() > deadline:
+                raise RuntimeError("firefox did not open its WebDriver BiDi port")
+        # Firefox keeps writing to stderr: drained, so that it never blocks on it.
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(f"{address}/session", max_msg_size=0) as socket,
+        ):
+            page = FirefoxPage(socket, "")
+            await page.send("session.new", capabilities={})
+            tree = await page.send("browsingContext.getTree")
+            page.context = tree["contexts"][0]["context"]
+            yield page

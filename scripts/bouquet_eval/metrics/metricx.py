@@ -104,7 +104,8 @@ class MetricX:
         self.counts = BatchCounts()
         """Cumulative over every `score` call."""
         self.pad_multiple = 1
-        """Each batch is padded to a multiple of this many tokens."""
+        """Each batch is padded to a multiple of this many tokens (1: to its longest input);
+        benchmarks/metricx_flops.py measures 16, the fused attention kernels' alignment."""
         self._model: Any = None
         self._tokenizer: Any = None
         self._score_id: int | None = None
@@ -249,10 +250,10 @@ def fuse_gelu(model: Any) -> None:
     same formula in one pass.
     """
     import torch
+    from transformers.activations import NewGELUActivation
 
     for module in model.modules():
-        activation = getattr(module, "act", None)
-        if type(activation).__name__ == "NewGELUActivation":
+        if isinstance(getattr(module, "act", None), NewGELUActivation):
             module.act = torch.nn.GELU(approximate="tanh")
 
 
@@ -261,6 +262,7 @@ def fuse_rms_norm(model: Any) -> None:
     import types
 
     import torch
+    from transformers.models.mt5.modeling_mt5 import MT5LayerNorm
 
     def forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
         normed = torch.nn.functional.rms_norm(
@@ -269,8 +271,9 @@ def fuse_rms_norm(model: Any) -> None:
         return self.weight * normed.to(self.weight.dtype)
 
     for module in model.modules():
-        if type(module).__name__ == "MT5LayerNorm":
-            module.forward = types.MethodType(forward, module)
+        if isinstance(module, MT5LayerNorm):
+            # This instance's forward, not the class's: other models in the process keep theirs.
+            module.forward = types.MethodType(forward, module)  # type: ignore[method-assign]
 
 
 def contiguous_position_bias(model: Any) -> None:
