@@ -187,16 +187,26 @@ def test_docs_table_is_the_records() -> None:
     assert generated is not None and generated.group(1) == metrics_table()
 
 
-def test_gathered_scores_are_those_scored_in_one_pass(tmp_path: Path) -> None:
-    """Metric by metric, then gathered: the same table, value for value and type for type."""
-    direction = Direction("eng_Latn", "fra_Latn")
-    dataset = dataset_source(SAMPLE)
-    rows = dataset.load(direction)
+SCORED_DIRECTION = Direction("eng_Latn", "fra_Latn")
+
+
+def write_copy_source(folder: Path) -> Path:
+    """The sample's source texts as the translations of SCORED_DIRECTION, in `folder`."""
+    rows = dataset_source(SAMPLE).load(SCORED_DIRECTION)
     translations = rows.rename(columns={"tgt_text": "ref_text"}).assign(mt_text=rows["src_text"])
     translations = translations[["src_lang", "tgt_lang", "src_text", "ref_text", "mt_text"]]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{SCORED_DIRECTION}.jsonl"
     translations.assign(uniq_id=rows["uniq_id"]).to_json(
-        tmp_path / f"{direction}.jsonl", orient="records", lines=True, force_ascii=False
+        path, orient="records", lines=True, force_ascii=False
     )
+    return path
+
+
+def test_gathered_scores_are_those_scored_in_one_pass(tmp_path: Path) -> None:
+    """Metric by metric, then gathered: the same table, value for value and type for type."""
+    direction, dataset = SCORED_DIRECTION, dataset_source(SAMPLE)
+    write_copy_source(tmp_path)
     names = ["chrf", "bleu", "ter", "glotlid"]
     config = {"glotlid": {"model": str(build_tiny_model(tmp_path / "lid.bin"))}}
     metrics = load_metrics(names, config)
@@ -205,6 +215,39 @@ def test_gathered_scores_are_those_scored_in_one_pass(tmp_path: Path) -> None:
     gathered = pd.read_parquet(tmp_path / f"{direction}.scored.parquet")
     read = read_translations(tmp_path / f"{direction}.jsonl", direction, dataset.load(direction))
     pd.testing.assert_frame_equal(gathered, scored_table(read, metrics).to_pandas())
+
+
+def test_one_familys_job_writes_the_scored_file_a_gathering_job_would(tmp_path: Path) -> None:
+    """Where the metrics are one family, their score job writes each scored file from what it
+    has at hand: byte for byte the file that gathering them apart writes, with no cached copy."""
+    direction, dataset = SCORED_DIRECTION, dataset_source(SAMPLE)
+    names = ["chrf", "bleu", "ter"]
+    assert MetricSet.of(names, {}).gathered_in_score_jobs()
+    settings = score_settings(names, {})
+    apart, together = tmp_path / "apart", tmp_path / "together"
+    for folder in (apart, together):
+        write_copy_source(folder)
+    metrics = dict(zip(names, load_metrics(names, {}), strict=True))
+    score_metrics([direction], apart, metrics, dataset, {})
+    gather_scores([direction], apart, dataset, settings)
+    score_metrics([direction], together, metrics, dataset, {}, scored_settings=settings)
+    name = f"{direction}.scored.parquet"
+    assert (together / name).read_bytes() == (apart / name).read_bytes()
+    assert not list(together.glob(f".cache/*/{name}"))
+
+
+def test_gathering_checks_translations_changed_since_they_were_scored(tmp_path: Path) -> None:
+    """Gathering only parses translations that the score jobs checked, unchanged since; a file
+    changed after them is checked line by line again."""
+    direction, dataset = SCORED_DIRECTION, dataset_source(SAMPLE)
+    path = write_copy_source(tmp_path)
+    metrics = dict(zip(["chrf"], load_metrics(["chrf"], {}), strict=True))
+    score_metrics([direction], tmp_path, metrics, dataset, {})
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[2] = re.sub(r'"mt_text":"[^"]*"', '"mt_text":7', lines[2])
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\.jsonl, line 3: mt_text is int, not a string"):
+        gather_scores([direction], tmp_path, dataset, score_settings(["chrf"], {}))
 
 
 def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_path: Path) -> None:
@@ -250,12 +293,14 @@ def planned_rules(workflow: Workflow) -> set[str]:
 def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path) -> None:
     """Adding GlotLID to a finished chrF++ run scores GlotLID only; removing it scores nothing.
     Either way the other metric's files are neither recomputed nor rewritten. chrF++'s
-    environment is given a Python of its own, which its jobs hand their work to."""
+    environment is given a Python of its own, which its jobs hand their work to. Alone, chrF++
+    is one family, whose jobs write the scored files themselves: no job gathers them."""
     lid = {"model": str(build_tiny_model(tmp_path / "lid.bin"))}
     base = bounds_config(SAMPLE, shards=1, directions={"list": ["eng_Latn-fra_Latn"]})
     base["models"] = base["models"][:1]
     base["environments"] = {"workflow": sys.executable}
     workflow.write_config({**base, "metrics": ["chrf"], "glotlid": lid})
+    assert "score" not in planned_rules(workflow)
     workflow.run()
     log = workflow.workdir / "logs" / "copy-source" / "score" / "workflow_cpu" / "shard0of1.log"
     assert f"scoring chrf in {sys.executable}" in log.read_text()
@@ -263,6 +308,7 @@ def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path)
     folder = workflow.workdir / "runs" / "copy-source"
     chrf = folder / "by-metric" / "chrf" / "eng_Latn-fra_Latn.parquet"
     written = chrf.stat().st_mtime_ns
+    inode = chrf.stat().st_ino
 
     workflow.write_config({**base, "metrics": ["chrf", "glotlid"], "glotlid": lid})
     planned = planned_rules(workflow)
@@ -273,14 +319,17 @@ def test_adding_a_metric_runs_its_jobs_alone(workflow: Workflow, tmp_path: Path)
     assert {"chrfpp", "glotlid_pred", "glotlid_score"} <= set(scored.columns)
     assert chrf.stat().st_mtime_ns == written
 
+    # chrF++'s job writes the scored file again, from the columns it has.
     workflow.write_config({**base, "metrics": ["chrf"], "glotlid": lid})
     planned = planned_rules(workflow)
-    assert "score" in planned
-    assert not {"score_workflow_cpu", "score_metrics_cpu", "translate"} & planned, planned
+    assert "score_workflow_cpu" in planned
+    assert not {"score", "score_metrics_cpu", "translate"} & planned, planned
     workflow.run()
     scored = pd.read_parquet(folder / "eng_Latn-fra_Latn.scored.parquet")
     assert "glotlid_score" not in scored.columns and "chrfpp" in scored.columns
-    assert chrf.stat().st_mtime_ns == written
+    # Snakemake dates the outputs of a job that ran anew; the file is the one written first.
+    assert chrf.stat().st_ino == inode
+    assert "chrf on" not in log.read_text() and "24 sentences gathered" in log.read_text()
 
 
 def test_directions_a_learned_metric_never_saw_are_flagged_and_counted(tmp_path: Path) -> None:

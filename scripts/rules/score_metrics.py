@@ -4,7 +4,7 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.data.outputs import SCORED_SUFFIX, direction_of
 from bouquet_eval.scoring.score import ScoreJob
 
 
@@ -21,6 +21,13 @@ def main(snakemake: SnakemakeJob) -> None:
             dataset,
             limit,
             uses_gpu=snakemake.resources.gpu > 0,
+            # Its outputs say whether it writes the scored files too (its metrics are all of
+            # the run's: MetricSet.gathered_in_score_jobs).
+            scored_settings=(
+                dict(plan.score_settings)
+                if any(path.endswith(SCORED_SUFFIX) for path in snakemake.output)
+                else None
+            ),
         )
         # The Python of the metrics' own environment, when the configuration names one.
         if snakemake.params.python:

@@ -103,11 +103,14 @@ def translation_stamp(model, shard, directions):
 
 def metric_scores_stamp(model, family, shard, directions):
     names = METRIC_SET.families()[family]
-    return planned_stamp(
-        model,
-        f"score-{family}-{shard}",
-        lambda: PLAN.metric_scores_outputs(model, names, directions),
-    )
+
+    def outputs():
+        written = PLAN.metric_scores_outputs(model, names, directions)
+        if METRIC_SET.gathered_in_score_jobs():
+            written += PLAN.scored_outputs(model, directions)
+        return written
+
+    return planned_stamp(model, f"score-{family}-{shard}", outputs)
 
 
 def score_stamp(model, shard, directions):

@@ -1,9 +1,10 @@
 # Scoring follows the shards of translation, so that a metric model loads once per job. Each
 # family of metrics (one per environment, on the CPU or with a GPU: their records say) scores
 # in jobs of its own, which hold only what it needs and write each metric's columns apart; a
-# local job per shard gathers them into each direction's scored file. The jobs also read the
-# dataset's files, to check the translations against them; a change to one is seen by the
-# planner (the stamps), which keeps Snakemake's inputs, and so its plan, small.
+# local job per shard gathers them into each direction's scored file. Where the metrics are one
+# family, its jobs write the scored files themselves. The jobs also read the dataset's files, to
+# check the translations against them; a change to one is seen by the planner (the stamps),
+# which keeps Snakemake's inputs, and so its plan, small.
 # Judged systems (metaeval) are scored by the same jobs, each as a model of its own.
 for model in [*MODELS.values(), *PLAN.judged.values()]:
     for shard, directions in model_shards(model).items():
@@ -20,6 +21,11 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                         update(metric_scores_file(model, name, direction))
                         for name in names
                         for direction in directions
+                    ]
+                    + [
+                        update(scored_file(model, direction))
+                        for direction in directions
+                        if METRIC_SET.gathered_in_score_jobs()
                     ],
                 log:
                     f"logs/{model.name}/score/{family}/{shard}.log",
@@ -38,6 +44,9 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                     python=family_python(family),
                 script:
                     "../../scripts/rules/score_metrics.py"
+
+        if METRIC_SET.gathered_in_score_jobs():
+            continue
 
         rule:
             name:

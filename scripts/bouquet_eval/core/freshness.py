@@ -91,6 +91,9 @@ class ResumableOutput:
     """Role -> file whose content the output was made from (`dataset`, `translations`, ...)."""
     cache_variant: Any = None
     """What else the job knows decides the content (e.g. metric versions), for the cache key."""
+    cached_copy: bool = True
+    """Whether `publish` keeps the cached copy: an output that costs less to make again than to
+    copy (a direction's gathered scores) keeps none."""
 
     @cached_property
     def digest(self) -> str:
@@ -157,7 +160,7 @@ class ResumableOutput:
 
     def restore_from_cache(self, environment: Mapping[str, Any] | None = None) -> bool:
         """Publish the cached copy if there is one and it is intact; discard a damaged one."""
-        if not self.cached.is_file():
+        if not self.cached_copy or not self.cached.is_file():
             return False
         content = file_sha256(self.cached)
         try:
@@ -181,6 +184,10 @@ class ResumableOutput:
         `environment` (what the job ran with: versions, hardware, model commits) goes into the
         record for the manifest; it does not decide currency.
         """
+        if not self.cached_copy:
+            write_atomically(self.path, write)
+            self.record_written(environment)
+            return
         write_atomically(self.cached, write)
         cached = FileState.of(self.cached)
         write_json(_checksum_file(self.cached), asdict(cached))
@@ -225,7 +232,10 @@ def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
     """
     owned: dict[Path, set[str]] = {}
     for output in outputs:
-        for folder in (output.path.parent, output.sidecar.parent, output.cached.parent):
+        folders = [output.path.parent, output.sidecar.parent]
+        if output.cached_copy:
+            folders.append(output.cached.parent)
+        for folder in folders:
             owned.setdefault(folder, set()).update((output.path.name, output.sidecar.name))
     found: list[Path] = []
     for folder, names in owned.items():

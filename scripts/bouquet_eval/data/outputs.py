@@ -84,11 +84,12 @@ def scored_output(
     dataset_file: Path,
 ) -> ResumableOutput:
     """`<model_dir>/<direction>.scored.parquet`: the translations, checked against the
-    dataset's file, with the columns of every metric (`metric_scores_path`) beside them."""
+    dataset's file, with the columns of every metric (`metric_scores_path`) beside them; no
+    cached copy, since gathering them again costs less than copying one."""
     inputs = {"translations": translation_path(model_dir, direction), "dataset": dataset_file}
     for metric in settings["metrics"]:
         inputs[f"metric:{metric}"] = metric_scores_path(model_dir, metric, direction)
-    return ResumableOutput(scored_path(model_dir, direction), settings, inputs)
+    return ResumableOutput(scored_path(model_dir, direction), settings, inputs, cached_copy=False)
 
 
 def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ names the file and the line.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +37,6 @@ def read_translations(
     evaluates the first sentences only); the lines beyond are not read. Blank lines after the
     last sentence are ignored.
     """
-    import pandas as pd
-
     # The dataset's columns as lists, each line checked against its position in them: a record
     # per row (`to_dict`) would cost more than the checks themselves.
     expected = {column: rows[column].tolist() for column in _AGREES_WITH.values()}
@@ -60,16 +59,29 @@ def read_translations(
             f"{path}: {counted} line(s), but the dataset has {sentences} sentence(s) for "
             f"{direction}: one line per sentence, in the dataset's order"
         )
-    frame = pd.DataFrame(
-        {
-            "src_lang": rows["src_lang"].to_numpy(),
-            "tgt_lang": rows["tgt_lang"].to_numpy(),
-            "src_text": rows["src_text"].to_numpy(),
-            "ref_text": rows["tgt_text"].to_numpy(),
-            "mt_text": [line["mt_text"] for line in lines],
-            "uniq_id": rows["uniq_id"].to_numpy(),
-        },
-        columns=list(TRANSLATION_COLUMNS),
+    return _frame(rows, lines)
+
+
+def read_checked_translations(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
+    """What `read_translations` returns, from a file it has already accepted against these
+    `rows` (a score job's record says so, and the file is unchanged since): its lines are only
+    parsed. Gathering a direction's scores reads the translations a second time, and checking
+    them again would cost it more than the rest of its work."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [json.loads(text) for text in islice(handle, len(rows))]
+    return _frame(rows, lines)
+
+
+def _frame(rows: pd.DataFrame, lines: list[dict[str, Any]]) -> pd.DataFrame:
+    """The translation columns: the dataset's `rows` with each line's translation beside."""
+    # The dataset's columns are taken as they are: through numpy, each would be converted twice.
+    frame = (
+        rows[["src_lang", "tgt_lang", "src_text", "tgt_text", "uniq_id"]]
+        .rename(columns={"tgt_text": "ref_text"})
+        .reset_index(drop=True)
+    )
+    frame.insert(
+        TRANSLATION_COLUMNS.index("mt_text"), "mt_text", [line["mt_text"] for line in lines]
     )
     for column in _KEPT_EXTRA:
         if any(column in line for line in lines):
@@ -81,43 +93,56 @@ def _check_line(
     path: Path, number: int, text: str, expected: dict[str, list[Any]], direction: Direction
 ) -> dict[str, Any]:
     """Line `number` (from 1), checked against row `number` of the dataset's `expected` columns."""
-    where = f"{path}, line {number}"
     try:
         line = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{where}, column {error.colno}: {json_reason(error)}") from None
+        raise ValueError(
+            f"{path}, line {number}, column {error.colno}: {json_reason(error)}"
+        ) from None
+    fault = _line_fault(number, line, expected, direction)
+    if fault is not None:
+        # The place is written only for a line at fault: it costs more than a line's checks.
+        raise ValueError(f"{path}, line {number}: {fault}")
+    return line
+
+
+def _line_fault(
+    number: int, line: Any, expected: dict[str, list[Any]], direction: Direction
+) -> str | None:
+    """What is wrong with a parsed line, or None."""
     if not isinstance(line, dict):
-        raise ValueError(f"{where}: expected a JSON object, found {type(line).__name__}")
+        return f"expected a JSON object, found {type(line).__name__}"
     missing = [field for field in REQUIRED_FIELDS if field not in line]
     if missing:
-        raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
+        return f"missing field(s) {', '.join(missing)}"
     for field, language in (("src_lang", direction.src_lang), ("tgt_lang", direction.tgt_lang)):
         if line[field] != language:
-            raise ValueError(
-                f"{where}: {field} is {line[field]!r}, expected '{language}' from the file name"
-            )
+            return f"{field} is {line[field]!r}, expected '{language}' from the file name"
     for field, column in _AGREES_WITH.items():
         if field in line and line[field] != expected[column][number - 1]:
-            raise ValueError(
-                f"{where}: {field} differs from the dataset's sentence "
+            return (
+                f"{field} differs from the dataset's sentence "
                 f"{expected['uniq_id'][number - 1]!r} "
                 f"(line {number} of {direction}); lines must follow the dataset's order"
             )
     for field in ("mt_text", *(f for f in _KEPT_EXTRA if f in line)):
-        _check_text(where, field, line[field])
-    return line
+        fault = _text_fault(field, line[field])
+        if fault is not None:
+            return fault
+    return None
 
 
-def _check_text(where: str, field: str, value: Any) -> None:
+def _text_fault(field: str, value: Any) -> str | None:
     if not isinstance(value, str):
         found = "null" if value is None else type(value).__name__
-        raise ValueError(f"{where}: {field} is {found}, not a string")
+        return f"{field} is {found}, not a string"
     # Encoding fails on exactly the unpaired surrogates, at C speed; most texts have none.
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
         surrogate = value[error.start]
-        raise ValueError(
-            f"{where}: {field} holds an unpaired surrogate (U+{ord(surrogate):04X}), which is "
+        return (
+            f"{field} holds an unpaired surrogate (U+{ord(surrogate):04X}), which is "
             "not text; fix the program that wrote it"
-        ) from None
+        )
+    return None

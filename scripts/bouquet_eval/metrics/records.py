@@ -612,6 +612,11 @@ class MetricSet:
             families.setdefault(record.family(self.settings[name]), []).append(name)
         return {family: tuple(names) for family, names in families.items()}
 
+    def gathered_in_score_jobs(self) -> bool:
+        """Whether the score jobs write the scored files themselves: where the metrics are one
+        family, a job of its own to gather them would only read back what they had at hand."""
+        return len(self.families()) == 1
+
     def family_environment(self, family: str) -> str:
         return self.record(self.families()[family][0]).environment
 

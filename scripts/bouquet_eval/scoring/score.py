@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bouquet_eval.core.environment import job_environment
@@ -36,7 +37,7 @@ from bouquet_eval.data.outputs import (
     scored_output,
     translation_path,
 )
-from bouquet_eval.data.translations import read_translations
+from bouquet_eval.data.translations import read_checked_translations, read_translations
 from bouquet_eval.metrics import Metric, add_composites, is_statistics_column, load_metrics
 from bouquet_eval.metrics.records import MetricSet
 
@@ -61,8 +62,9 @@ def score_directions(
     by_name = {metric.name: metric for metric in metrics}
     if settings is None:
         settings = score_settings(list(by_name), {})
-    score_metrics(directions, model_dir, by_name, dataset, settings["settings"], limit, environment)
-    gather_scores(directions, model_dir, dataset, settings, limit)
+    score_metrics(
+        directions, model_dir, by_name, dataset, settings["settings"], limit, environment, settings
+    )
 
 
 def score_metrics(
@@ -73,6 +75,7 @@ def score_metrics(
     config: Mapping[str, Any],
     limit: int | None = None,
     environment: Mapping[str, Any] | None = None,
+    scored_settings: Mapping[str, Any] | None = None,
 ) -> None:
     """Write each metric's columns of every direction where they are not current
     (`outputs.metric_scores_path`), the metrics being named as `metrics` lists them.
@@ -82,6 +85,10 @@ def score_metrics(
     and scores recorded under another signature are computed again. Translations are checked
     line by line against the dataset before they are scored. A metric loads its model on its
     first use, so a job with nothing to do loads nothing.
+
+    `scored_settings` (`outputs.score_settings`), where `metrics` are all the metrics of the
+    run (one family: `MetricSet.gathered_in_score_jobs`): each direction's scored file is
+    written too, as `gather_scores` writes it, from the translations and scores at hand.
     """
     signatures = {name: metric.signature() for name, metric in metrics.items()}
     outputs = {
@@ -95,6 +102,11 @@ def score_metrics(
         for direction in directions
     }
     remove_stray_temporaries([o for by_metric in outputs.values() for o in by_metric.values()])
+    gathering = (
+        None
+        if scored_settings is None
+        else _Gathering.of(directions, model_dir, dataset, scored_settings, limit)
+    )
     total = len(directions)
     for position, (direction, by_metric) in enumerate(outputs.items(), start=1):
         progress = f"[{position}/{total}] {direction}"
@@ -107,23 +119,30 @@ def score_metrics(
                 log.info("%s: %s restored from %s", progress, name, output.cached)
                 continue
             stale[name] = (output, recorded)
-        if not stale:
+        translations: pd.DataFrame | None = None
+        tables: dict[str, pa.Table] = {}
+        if stale:
+            started = time.monotonic()
+            translations = read_translations(
+                translation_path(model_dir, direction), direction, dataset.load(direction, limit)
+            )
+            for name, (output, recorded) in stale.items():
+                tables[name] = metric_table(
+                    metrics[name].score(translations), len(translations), name
+                )
+                output.publish(partial(write_table, table=tables[name]), recorded)
+            log.info(
+                "%s: %s on %d sentences in %.2f s",
+                progress,
+                ", ".join(stale),
+                len(translations),
+                time.monotonic() - started,
+            )
+        gathered = gathering is not None and gathering.write(
+            direction, progress, translations, tables
+        )
+        if not stale and not gathered:
             log.info("%s: up to date", progress)
-            continue
-        started = time.monotonic()
-        translations = read_translations(
-            translation_path(model_dir, direction), direction, dataset.load(direction, limit)
-        )
-        for name, (output, recorded) in stale.items():
-            table = metric_table(metrics[name].score(translations), len(translations), name)
-            output.publish(partial(write_table, table=table), recorded)
-        log.info(
-            "%s: %s on %d sentences in %.2f s",
-            progress,
-            ", ".join(stale),
-            len(translations),
-            time.monotonic() - started,
-        )
 
 
 @dataclass(frozen=True)
@@ -137,6 +156,8 @@ class ScoreJob:
     dataset: DatasetSource
     limit: int | None
     uses_gpu: bool
+    scored_settings: dict[str, Any] | None = None
+    """Where the family's metrics are all of the run's: `score_metrics`' `scored_settings`."""
 
     def run(self) -> None:
         """Score, recording what this process runs with (versions, GPUs, model commits)."""
@@ -152,6 +173,7 @@ class ScoreJob:
                 **job_environment(uses_gpu=self.uses_gpu),
                 "models": MetricSet.of(self.metrics, self.config, metrics).provenance(),
             },
+            self.scored_settings,
         )
 
     def run_in(self, python: str, log_path: Path) -> None:
@@ -209,38 +231,124 @@ def gather_scores(
     """Write `<model_dir>/<src>-<tgt>.scored.parquet` for every direction not current: the
     translations with the columns of every metric that `settings` (`outputs.score_settings`)
     lists, as the metrics' score jobs wrote them, and the composites they make up."""
-    metrics = list(settings["metrics"])
-    outputs = {
-        direction: scored_output(model_dir, direction, settings, dataset.file(direction))
-        for direction in directions
-    }
-    remove_stray_temporaries(outputs.values())
+    gathering = _Gathering.of(directions, model_dir, dataset, settings, limit)
     total = len(directions)
-    for position, (direction, output) in enumerate(outputs.items(), start=1):
+    for position, direction in enumerate(directions, start=1):
         progress = f"[{position}/{total}] {direction}"
-        if output.is_current():
+        if not gathering.write(direction, progress):
             log.info("%s: up to date", progress)
-            continue
-        paths = [metric_scores_path(model_dir, metric, direction) for metric in metrics]
-        environment = gathered_environment(paths)
-        if output.restore_from_cache(environment):
-            log.info("%s: restored from %s", progress, output.cached)
-            continue
-        translations = read_translations(
-            translation_path(model_dir, direction), direction, dataset.load(direction, limit)
-        )
-        columns: dict[str, list[Any]] = {}
-        for path in paths:
-            part = pq.read_table(path)
+
+
+@dataclass(frozen=True)
+class _Gathering:
+    """Writing the scored files of a job's directions (`gather_scores`)."""
+
+    model_dir: Path
+    dataset: DatasetSource
+    settings: Mapping[str, Any]
+    limit: int | None
+    outputs: Mapping[Direction, ResumableOutput]
+
+    @classmethod
+    def of(
+        cls,
+        directions: Sequence[Direction],
+        model_dir: Path,
+        dataset: DatasetSource,
+        settings: Mapping[str, Any],
+        limit: int | None,
+    ) -> _Gathering:
+        outputs = {
+            direction: scored_output(model_dir, direction, settings, dataset.file(direction))
+            for direction in directions
+        }
+        remove_stray_temporaries(outputs.values())
+        return cls(model_dir, dataset, settings, limit, outputs)
+
+    def write(
+        self,
+        direction: Direction,
+        progress: str,
+        translations: pd.DataFrame | None = None,
+        tables: Mapping[str, pa.Table] | None = None,
+    ) -> bool:
+        """Write the direction's scored file unless it is current; whether it was written.
+        `translations` and `tables` (metric -> its columns), where the caller has them at hand,
+        are not read again."""
+        # Made anew: what it records of its inputs is read when it is written, and the
+        # caller may just have written some of them.
+        output = replace(self.outputs[direction])
+        if output.is_current():
+            return False
+        metrics = list(self.settings["metrics"])
+        paths = [metric_scores_path(self.model_dir, metric, direction) for metric in metrics]
+        if translations is None:
+            translations = _gathered_translations(
+                self.model_dir, direction, self.dataset, self.settings, self.limit
+            )
+        columns: dict[str, pa.ChunkedArray] = {}
+        for metric, path in zip(metrics, paths, strict=True):
+            part = tables[metric] if tables and metric in tables else _read_table(path)
             if part.num_rows != len(translations):
                 raise ValueError(
                     f"{path} has {part.num_rows} rows for {len(translations)} translations: "
                     "delete it to score its metric again"
                 )
-            columns.update({name: part.column(name).to_pylist() for name in part.column_names})
-        scored = _table(*_split_scores(translations, columns, metrics))
-        output.publish(partial(write_table, table=scored), environment)
+            columns.update(zip(part.column_names, part.columns, strict=True))
+        # Score columns go through pandas, where the composites are computed; the statistics
+        # (24 columns for chrF++ alone) go from file to file as arrow arrays.
+        scores = {
+            name: column.to_pylist()
+            for name, column in columns.items()
+            if not is_statistics_column(name)
+        }
+        scored, _ = _split_scores(translations, scores, metrics)
+        statistics = {
+            name: _stored_statistics(column)
+            for name, column in columns.items()
+            if is_statistics_column(name)
+        }
+        output.publish(
+            partial(write_table, table=_table(scored, statistics)), gathered_environment(paths)
+        )
         log.info("%s: %d sentences gathered", progress, len(translations))
+        return True
+
+
+def _read_table(path: Path) -> pa.Table:
+    # One ParquetFile: faster than read_table's dataset machinery for a small file.
+    with pq.ParquetFile(path) as parquet:
+        return parquet.read()
+
+
+def _gathered_translations(
+    model_dir: Path,
+    direction: Direction,
+    dataset: DatasetSource,
+    settings: Mapping[str, Any],
+    limit: int | None,
+) -> pd.DataFrame:
+    """The direction's translations, as the score jobs read them: only parsed when every
+    metric's columns are current, since the jobs that wrote them checked these translations
+    against this dataset file line by line; else checked again."""
+    rows = dataset.load(direction, limit)
+    path = translation_path(model_dir, direction)
+    checked = all(
+        metric_scores_output(
+            model_dir, metric, direction, settings["settings"], dataset.file(direction)
+        ).is_current()
+        for metric in settings["metrics"]
+    )
+    if checked:
+        return read_checked_translations(path, rows)
+    return read_translations(path, direction, rows)
+
+
+def _stored_statistics(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A statistics column as the scored files store it (`_table`): NaN as a missing value."""
+    if pa.types.is_floating(column.type):
+        return pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+    return column
 
 
 def gathered_environment(paths: Sequence[Path]) -> dict[str, Any]:
@@ -275,10 +383,12 @@ def scored_table(rows: pd.DataFrame, metrics: Sequence[Metric]) -> pa.Table:
     return _table(*_with_scores(rows, metrics))
 
 
-def _table(scored: pd.DataFrame, statistics: Mapping[str, list[Any]]) -> pa.Table:
+def _table(scored: pd.DataFrame, statistics: Mapping[str, list[Any] | pa.ChunkedArray]) -> pa.Table:
     table = pa.Table.from_pandas(scored, preserve_index=False)
     for name, values in statistics.items():
-        table = table.append_column(name, pa.array(values, from_pandas=True))
+        if not isinstance(values, pa.ChunkedArray):
+            values = pa.array(values, from_pandas=True)
+        table = table.append_column(name, values)
     return table
 
 
