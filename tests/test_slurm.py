@@ -214,7 +214,7 @@ def test_slurm_settings_per_job_family_and_model_in_the_plan(workflow: Workflow)
     # the family's (Slurm takes --gres or --gpus, not both).
     assert (big["slurm_partition"], big["slurm_account"], big["mem_mb"]) == ("gpu", "big", "64000")
     assert big["gres"] == "gpu:h100:4" and big["gpu"] == "0" and "gpu_model" not in big
-    # chrF++'s score jobs (the scores are gathered on the submit host).
+    # chrF++'s score jobs (which write the scored files too: chrF++ is one family).
     score = resources["score_workflow_cpu_plain"]
     assert (score["slurm_partition"], score["constraint"], score["gpu"]) == (
         "cpu",

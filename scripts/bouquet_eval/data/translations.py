@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 REQUIRED_FIELDS = ("src_lang", "tgt_lang", "src_text", "mt_text")
 """What a line must hold; the rest comes from the dataset."""
+_REQUIRED = frozenset(REQUIRED_FIELDS)
 _AGREES_WITH = {"src_text": "src_text", "ref_text": "tgt_text", "uniq_id": "uniq_id"}
 """A field of a line -> the dataset column it must equal."""
 _KEPT_EXTRA = ("mt_raw",)
@@ -112,8 +113,8 @@ def _line_fault(
     """What is wrong with a parsed line, or None."""
     if not isinstance(line, dict):
         return f"expected a JSON object, found {type(line).__name__}"
-    missing = [field for field in REQUIRED_FIELDS if field not in line]
-    if missing:
+    if not line.keys() >= _REQUIRED:
+        missing = [field for field in REQUIRED_FIELDS if field not in line]
         return f"missing field(s) {', '.join(missing)}"
     for field, language in (("src_lang", direction.src_lang), ("tgt_lang", direction.tgt_lang)):
         if line[field] != language:
@@ -125,11 +126,11 @@ def _line_fault(
                 f"{expected['uniq_id'][number - 1]!r} "
                 f"(line {number} of {direction}); lines must follow the dataset's order"
             )
-    for field in ("mt_text", *(f for f in _KEPT_EXTRA if f in line)):
-        fault = _text_fault(field, line[field])
-        if fault is not None:
-            return fault
-    return None
+    fault = _text_fault("mt_text", line["mt_text"])
+    for field in _KEPT_EXTRA:
+        if fault is None and field in line:
+            fault = _text_fault(field, line[field])
+    return fault
 
 
 def _text_fault(field: str, value: Any) -> str | None:
