@@ -14,9 +14,9 @@ Builds a dataset of `--directions` x `--sentences` (sentences of 10-40 words), t
   on a shared machine, and the run is set against the mean of the two;
 - the score path: `score_directions`, the score jobs' work once they have started (read and
   check the translations, score, write the metric's columns and the scored files and their
-  provenance: a run of chrF++ alone is one family of metrics, whose jobs write both), over the first `--path-directions` directions, in
-  this process, taking turns with the bare loop over the same sentences `--repeats` times (the
-  least CPU time of each).
+  provenance: a run of chrF++ alone is one family of metrics, whose jobs write both), over
+  the first `--path-directions` directions, in this process, taking turns with the bare loop
+  over the same sentences `--repeats` times (the least CPU time of each).
 Prints both ratios (targets: the whole run at most 1.25x the bare loop, the score path at most
 1.1x) and checks that every sentence's chrF++ score is the bare loop's, exactly.
 """
