@@ -500,7 +500,7 @@ def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
     frame = pd.read_csv(runs / "metaeval" / "correlations.csv")
     # The score jobs scored each system: one log per job, its scored files beside.
     for system in ("good", "fair", "poor"):
-        logs = list((workflow.workdir / "logs" / "metaeval" / system / "score").glob("*.log"))
+        logs = list((workflow.workdir / "logs" / "metaeval" / system / "score").rglob("*.log"))
         assert logs, system
     # chrF++ as sacreBLEU scores each translation, correlated independently.
     chrf = sacrebleu.CHRF(word_order=2)
