@@ -22,9 +22,10 @@ from bouquet_eval.planning.runs import (
 
 onerror:
     # The workflow's console (logger plugin `bouquet`) shows no job blocks: say which jobs
-    # failed and where their logs are.
+    # failed and where their logs are. Through Snakemake's logger, whose records a thread
+    # writes in turn: printed directly, these lines could come before the last job's report.
     for line in failed_job_report(workflow.scheduler.failed):
-        print(line, file=sys.stderr)
+        logger.error(line)
 
 
 onsuccess:
