@@ -226,6 +226,8 @@
       layout: "fitDataTable",
       height: "75vh",
       nestedFieldSeparator: false,
+      // Tabulator puts a title in as HTML; a model's name is text.
+      columnDefaults: { titleFormatter: "plaintext" },
       initialSort: [{ column: view.sort, dir: lower.has(state.metric) ? "asc" : "desc" }],
       placeholder: "No direction of this kind in this run",
     });
