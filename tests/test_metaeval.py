@@ -47,7 +47,6 @@ from bouquet_eval.results.mtme_judged import export_judgements
 from bouquet_eval.results.permutation import permutation_p, standardized, swap_masks
 from bouquet_eval.results.trust import (
     HEADLINE_STATES,
-    TRUST_STYLE,
     agreement_notes,
     trust_data,
     trust_page,
@@ -818,7 +817,7 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
     directions = bouquet_shaped_directions()
     data = trust_data(correlations_at_scale(directions), "acc_eq", 0.05)
     page_path = tmp_path / "which-metric.html"
-    page_path.write_text(trust_page(data, TRUST_STYLE), encoding="utf-8")
+    page_path.write_text(trust_page(data), encoding="utf-8")
     shots = Path(os.environ.get("BOUQUET_EVAL_SHOTS", tmp_path))
 
     async def browse() -> None:

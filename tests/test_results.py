@@ -27,7 +27,7 @@ from bouquet_eval.results.leaderboard import (
     primary_metric,
 )
 from bouquet_eval.results.mtme import documents, escape, unescape
-from bouquet_eval.results.report import leaderboard_page
+from bouquet_eval.results.pages import leaderboard_page
 from bouquet_eval.results.verify import (
     DIFFERS,
     NOT_CLAIMED,
@@ -608,7 +608,7 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
 def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     column: str, lower: set[str]
 ) -> None:
-    from bouquet_eval.results.report import heatmap
+    from bouquet_eval.results.figures import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
     scores = pd.DataFrame(

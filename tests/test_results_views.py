@@ -29,7 +29,8 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
-from bouquet_eval.results.report import dense_languages, run_page, timing_figure
+from bouquet_eval.results.figures import dense_languages, timing_figure
+from bouquet_eval.results.pages import run_page
 from bouquet_eval.results.views import describe_language
 
 from . import browser
@@ -520,7 +521,7 @@ async def _spans(output_dir: Path) -> None:
 def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:
     """Ten models with long names and six metrics: no part of the table outside the window."""
     from bouquet_eval.results.leaderboard import ModelResults, build_leaderboard
-    from bouquet_eval.results.report import leaderboard_page
+    from bouquet_eval.results.pages import leaderboard_page
 
     metrics = ["chrfpp", "metricx", "bleu", "ter", "glotlid_score", "glotlid_x_metricx"]
     results = []

@@ -8,8 +8,8 @@ import pandas as pd
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.extracts import model_extract
+from bouquet_eval.results.figures import write_heatmaps
 from bouquet_eval.results.leaderboard import lower_is_better_columns
-from bouquet_eval.results.report import write_heatmaps
 
 
 def main(snakemake: SnakemakeJob) -> None:

@@ -15,7 +15,7 @@ from bouquet_eval.planning.checks import check_own_objects, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import primary_metric, score_columns
-from bouquet_eval.results.report import figure_paths, heatmap_path
+from bouquet_eval.results.paths import figure_paths, heatmap_path, trust_page_path
 from bouquet_eval.results.verify import claim_fingerprint
 
 # The embedded default: the bundled sample, unless a configuration file is given.

@@ -84,9 +84,12 @@ def json_reason(error: json.JSONDecodeError) -> str:
     return f"not valid JSON: {reason}"
 
 
-def write_json(path: Path, value: Any) -> None:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+def write_text(path: Path, text: str) -> None:
     write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 _JSON_LINE = json.JSONEncoder(ensure_ascii=False)

@@ -12,8 +12,6 @@ serves all of them from the run's files.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,8 +24,8 @@ import pandas as pd
 
 from bouquet_eval.core.languages import LanguageCode
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
+from bouquet_eval.results.rendering import interactive_page
 
-ASSETS = Path(__file__).parent / "assets"
 WORST_SENTENCES = 3
 """Per model and direction, how many of its worst sentences the report's sentence page holds."""
 DECIMALS = 4
@@ -151,44 +149,8 @@ def versus_data(versus: pd.DataFrame, index: pd.MultiIndex) -> dict[str, Any]:
     }
 
 
-def asset(name: str) -> str:
-    return (ASSETS / name).read_text(encoding="utf-8")
-
-
-def _script_json(data: Any) -> str:
-    """JSON safe inside a <script> element."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-
-
-def interactive_page(
-    title: str, intro: str, data: Any, script: str, style: str, tables: bool = True
-) -> str:
-    """A page that draws `data` with `script` (ours, in assets/), and with the vendored
-    Tabulator where it has `tables`."""
-    library = (
-        f"<style>{asset('tabulator/tabulator_simple.min.css')}</style>",
-        f"<script>{asset('tabulator/tabulator.min.js')}</script>",
-    )
-    css, javascript = library if tables else ("", "")
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>{css}"
-        f"<style>{style}{asset('views.css')}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{intro}"
-        '<div id="app"></div>'
-        f'<script id="data" type="application/json">{_script_json(data)}</script>'
-        f"{javascript}<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
-    )
-
-
-def results_page(data: dict[str, Any], style: str) -> str:
-    intro = (
-        "<p>Every direction of every model. Pick a view, a metric and a model; click a column "
-        "header to sort (a score: worst first, click again for best first), type in the boxes "
-        "under it to filter (language names, codes, scripts "
-        "and regions are searchable). Brackets hold 95% bootstrap intervals.</p>"
-    )
-    return interactive_page("Results by language and direction", intro, data, "results.js", style)
+def results_page(data: dict[str, Any]) -> str:
+    return interactive_page("results.html", "Results by language and direction", data, "results.js")
 
 
 # --- Sentences ------------------------------------------------------------------------------
@@ -306,6 +268,10 @@ def sentences_json(
     def values(name: str) -> list[Any]:
         return ordered[name].tolist() if name in ordered else [None] * count
 
+    def texts(name: str) -> list[str | None]:
+        # A missing text (an output never made) is NaN in a merged column: JSON's null.
+        return [text if isinstance(text, str) else None for text in values(name)]
+
     keys = list(zip(*(map(str, values(name)) for name in (*GROUP_COLUMNS, "uniq_id")), strict=True))
     scores = np.full((count, len(models)), np.nan)
     for position, model in enumerate(models):
@@ -317,12 +283,14 @@ def sentences_json(
     outputs = []
     for model in models:
         visible = joined.isin(["\x1f".join(key) for key in shown[model]]).tolist()
-        texts = values(f"mt|{model}")
-        outputs.append([text if seen else None for text, seen in zip(texts, visible, strict=True)])
+        shown_texts = texts(f"mt|{model}")
+        outputs.append(
+            [text if seen else None for text, seen in zip(shown_texts, visible, strict=True)]
+        )
     by_row = list(zip(*outputs, strict=True)) if models else [()] * count
     directions: dict[str, dict[str, Any]] = {}
     for row, (key, source, reference) in enumerate(
-        zip(keys, values("src_text"), values("ref_text"), strict=True)
+        zip(keys, texts("src_text"), texts("ref_text"), strict=True)
     ):
         entry = directions.setdefault(f"{key[0]}-{key[1]}", {"sentences": {}, "worst": {}})
         entry["sentences"][key[2]] = [
@@ -430,32 +398,20 @@ def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, A
     }
 
 
-def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart], style: str) -> list[str]:
+def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart]) -> list[str]:
     """One page per part, each under `SENTENCES_PAGE_BYTES`: a part whose texts are longer
     than foreseen shows fewer worst sentences per model (and says so)."""
     pages = []
     for part in parts:
         for worst in range(WORST_SENTENCES, -1, -1):
-            text = sentences_page(part_of(data, part, worst), style)
+            text = sentences_page(part_of(data, part, worst))
             if len(text.encode("utf-8")) <= SENTENCES_PAGE_BYTES:
                 break
         pages.append(text)
     return pages
 
 
-def sentences_page(data: dict[str, Any], style: str) -> str:
-    number, count, label = data["part"]
-    where = (
-        ""
-        if count == 1
-        else f" This page, {number} of {count}, holds the directions of {html.escape(label)} "
-        "(codes in alphabetical order; the others are on the other Sentences pages)."
-    )
-    intro = (
-        f"<p>For each direction: one sample sentence with every model's output, and each "
-        f"model's {data['worst']} worst sentences on {html.escape(data['metric'])}.{where} "
-        "Every sentence of the run is served by <code>bouquet-eval browse "
-        "&lt;output_dir&gt;</code>.</p>"
-    )
+def sentences_page(data: dict[str, Any]) -> str:
+    _, count, label = data["part"]
     title = "Sentences" if count == 1 else f"Sentences: {label}"
-    return interactive_page(title, intro, data, "sentences.js", style, tables=False)
+    return interactive_page("sentences.html", title, data, "sentences.js", tables=False)

@@ -1,0 +1,158 @@
+"""The report's two pages without a script: the leaderboard and the run's configuration."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from bouquet_eval.metrics.records import RECORDS
+from bouquet_eval.results.figures import better, forest_plot, svg_text
+from bouquet_eval.results.leaderboard import (
+    ENGLISH_GROUPS,
+    MISSING,
+    SIGNIFICANCE_LEVEL,
+    display_scales,
+    format_score,
+    metric_columns_of,
+    unseen_notes,
+)
+from bouquet_eval.results.rendering import render
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
+
+
+def integer(value: Any) -> str:
+    """A count or a rank as an integer whatever the column's type (a float where some rows have
+    none); the missing mark where it has none."""
+    return MISSING if value is None or pd.isna(value) else str(int(value))
+
+
+def inline_svg(figure: Any) -> Markup:
+    """A matplotlib figure as an svg element (matplotlib escapes the text it writes)."""
+    from markupsafe import Markup
+
+    text = svg_text(figure)
+    return Markup(text[text.index("<svg") :])
+
+
+def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
+    """The leaderboard as an HTML table (mean and interval per metric) and a forest plot."""
+    primary = board.attrs["primary"]
+    metrics = metric_columns_of(board)
+    scale = display_scales(board)
+    head = ["rank", "model", "cluster", "p vs best", "directions", "sentences"]
+    head += [f"{c} {'↓' if c in lower else '↑'}" for c in metrics]
+    # The metric is named in the notes: the headers stay narrow.
+    head += [g.replace("_", " ").replace("english", "English") for g in ENGLISH_GROUPS]
+    rows = []
+    for record in board.to_dict(orient="records"):
+        ranked = not pd.isna(record["rank"])
+        bound = record.get("bound") or ""
+        p_value = record["p_vs_best"]
+        rows.append(
+            {
+                "css": f"cluster-{integer(record['cluster'])}" if ranked else "unranked",
+                "rank": f"{bound} bound" if bound else integer(record["rank"]),
+                "model": record["model"],
+                "counts": [
+                    integer(record["cluster"]),
+                    MISSING if pd.isna(p_value) else f"{p_value:.3g}",
+                    integer(record["n_directions"]),
+                    integer(record["n_sentences"]),
+                ],
+                "scores": [
+                    [
+                        format_score(record[column], scale[column]),
+                        format_score(record[f"{column}_ci_low"], scale[column]),
+                        format_score(record[f"{column}_ci_high"], scale[column]),
+                    ]
+                    for column in metrics
+                ],
+                "groups": [
+                    format_score(record[f"{primary}_{group}"], scale[primary])
+                    for group in ENGLISH_GROUPS
+                ],
+            }
+        )
+    notes = [f"{r['model']}: {r['note']}" for r in board.to_dict(orient="records") if r["note"]]
+    # Each metric's pooled agreement with human judgements, where they were evaluated.
+    notes += [f"Agreement with people: {note}" for note in board.attrs.get("agreement", ())]
+    notes += unseen_notes(board)
+    return render(
+        "leaderboard.html",
+        "Leaderboard",
+        head=head,
+        rows=rows,
+        missing=MISSING,
+        primary=primary,
+        better=better(primary, lower),
+        significance=SIGNIFICANCE_LEVEL,
+        notes=notes,
+        forest=inline_svg(forest_plot(board, lower)),
+    )
+
+
+def dataset_in_use(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """The `dataset` settings the run used: a local `path` replaces the Hub's name, config,
+    split and revision, which the configuration still holds as defaults but nothing read."""
+    if dataset.get("path"):
+        return {"path": dataset["path"]}
+    return {key: value for key, value in dataset.items() if key != "path"}
+
+
+def configuration_in_use(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration as the run used it: the dataset settings it read (`dataset_in_use`),
+    and of the metrics' sections (which validation fills with defaults for every built-in
+    metric) only those of the metrics it computed."""
+    used = set(config.get("metrics") or ())
+    return {
+        key: dataset_in_use(value or {}) if key == "dataset" else value
+        for key, value in config.items()
+        if key not in RECORDS or key in used
+    }
+
+
+def run_page(config: Mapping[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
+    """The configuration of the run and each model's latest manifest entry, in full."""
+    import yaml
+
+    sections = []
+    for name, manifest in manifests.items():
+        entries = manifest.get("entries", [])
+        latest = entries[-1] if entries else {}
+        sections.append(
+            {
+                "model": name,
+                "entries": len(entries),
+                "created": str(latest.get("created")),
+                "command": " ".join(latest.get("command") or []),
+                "usage": usage_line(latest.get("timing") or {}),
+                "latest": json.dumps(latest, indent=2, ensure_ascii=False),
+            }
+        )
+    # Each setting on one line, however long: as it was written.
+    configuration = yaml.safe_dump(
+        configuration_in_use(config), sort_keys=False, allow_unicode=True, width=math.inf
+    )
+    return render(
+        "run.html",
+        "Run configuration and manifests",
+        configuration=configuration,
+        manifests=sections,
+    )
+
+
+def usage_line(timing: Mapping[str, Any]) -> str:
+    """The tokens a model's translations took, and their cost where prices are given."""
+    names = {
+        "prompt_tokens": "prompt tokens",
+        "completion_tokens": "completion tokens",
+        "reasoning_tokens": "of which reasoning",
+        "cost": "cost",
+    }
+    return "; ".join(f"{label} {timing[key]:,.6g}" for key, label in names.items() if key in timing)
