@@ -242,7 +242,7 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
             assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
     # The known structure: the close metric is best everywhere, significantly after correction.
     best = frame[frame["best"]]
-    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 7
+    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 8  # 4 directions, 4 pools
     tested = frame[~frame["best"]]
     assert tested["best_significantly_better"].all()
     assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
