@@ -15,7 +15,7 @@ rule leaderboard:
         # With human judgements configured, the page notes each metric's agreement with them.
         agreement=judged_agreement(),
     output:
-        csv=OUTPUT_DIR / "leaderboard.csv",
+        csv=LEADERBOARD,
         markdown=OUTPUT_DIR / "leaderboard.md",
         page=report(
             FIGURES["leaderboard"],
@@ -99,7 +99,7 @@ rule heatmaps:
                 heatmap_path(REPORT_DIR, "{model}", column),
                 caption="../report/heatmap.rst",
                 category="4. Heatmaps",
-                subcategory="{model}",
+                subcategory=ranked_model,
                 labels={"model": "{model}", "metric": METRIC_LABELS[column]},
             )
             for column in SCORE_COLUMNS

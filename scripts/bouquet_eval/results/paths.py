@@ -14,6 +14,20 @@ def heatmap_path(folder: Path, model: str, column: str) -> Path:
     return folder / "heatmaps" / f"{model}.{column}.svg"
 
 
+def ranked_name(leaderboard: Path, model: str) -> str:
+    """A model's name after its place in the leaderboard (`leaderboard.csv`), "2. my-model",
+    numbered so that an alphabetical order of them is the leaderboard's (Snakemake's report
+    sorts the entries of a category by name); the name alone while there is no leaderboard."""
+    if not leaderboard.is_file():
+        return model
+    import pandas as pd
+
+    order = pd.read_csv(leaderboard, usecols=["model"])["model"].astype(str).tolist()
+    if model not in order:
+        return model
+    return f"{order.index(model) + 1:0{len(str(len(order)))}d}. {model}"
+
+
 def trust_page_path(output_dir: Path) -> Path:
     """The page "Which metric to trust" of a run's meta-evaluation."""
     return output_dir / "metaeval" / "which-metric.html"
