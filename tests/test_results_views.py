@@ -261,10 +261,13 @@ async def _beside_the_menu(page: Any, frame: Any) -> None:
     on a score's header puts the worst first."""
     await page.evaluate("document.querySelector('button[data-view=directions]').click()", frame)
     await page.wait_for("document.getElementById('app').dataset.view === 'directions'", frame)
+    # Neither outside the frame nor hidden behind the edge of the table's scrolling box.
     outside = await page.wait_for(
         "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
         "Array.from(document.querySelectorAll('.tabulator-col')).filter(c =>"
-        " c.getBoundingClientRect().right > window.innerWidth).map(c => c.textContent))",
+        " c.getBoundingClientRect().right > Math.min(window.innerWidth, document"
+        ".querySelector('.tabulator-tableholder').getBoundingClientRect().right))"
+        ".map(c => c.textContent))",
         frame,
     )
     assert json.loads(outside) == []

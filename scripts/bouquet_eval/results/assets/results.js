@@ -43,6 +43,8 @@
     return {
       title: title, field: field, formatter: scoreCell, hozAlign: "right", sorter: "number",
       headerFilter: false, headerSortStartingDir: lower.has(state.metric) ? "desc" : "asc",
+      // A title wraps where it breaks (a space, a hyphen): the columns stay narrow.
+      headerWordWrap: true, maxWidth: 95,
     };
   }
 
@@ -104,15 +106,23 @@
     return row;
   }
 
+  // The direction's code with its languages' names under it, in one frozen column whose
+  // filter finds either: every model's column stays beside it in the report's frame.
+  function directionCell(cell) {
+    const row = cell.getRow().getData();
+    return element("span", {}, [row.direction, element("br"),
+      element("span", { class: "names" }, [row.languages])]);
+  }
+
   function directionColumns() {
     return [
-      { title: "direction", field: "direction", headerFilter: "input", frozen: true },
-      { title: "languages", field: "languages", headerFilter: "input", maxWidth: 220,
-        formatter: "textarea" },
-      { title: "kind", field: "kind", headerFilter: "list", maxWidth: 120,
+      { title: "direction", field: "direction", headerFilter: "input", frozen: true,
+        formatter: directionCell, width: 175, variableHeight: true,
+        headerFilterFunc: (term, value, row) =>
+          (row.direction + " " + row.languages).toLowerCase().includes(term.toLowerCase()) },
+      { title: "kind", field: "kind", headerFilter: "list", maxWidth: 110,
         headerFilterParams: { values: ["", "into English", "out of English", "regional"] } },
-      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number",
-        maxWidth: 95 },
+      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number", width: 100 },
     ];
   }
 
@@ -223,7 +233,9 @@
     table = new Tabulator(holder, {
       data: view.rows,
       columns: view.columns,
-      layout: "fitDataTable",
+      // As wide as the page, however many models: the table scrolls sideways within itself,
+      // the direction (or language) column frozen, so that no column is out of reach.
+      layout: "fitData",
       height: "75vh",
       nestedFieldSeparator: false,
       // Tabulator puts a title in as HTML; a model's name is text.
