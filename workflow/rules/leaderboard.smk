@@ -29,7 +29,7 @@ rule leaderboard:
             category="2. Results by language and direction",
             labels={"figure": "every direction, every model"},
         ),
-        # Several pages, each small enough for report.html (see views.SENTENCES_PAGE_BYTES).
+        # Several pages, each small enough for report.html (see rendering.PAGE_BYTES).
         sentences=[
             report(
                 path,

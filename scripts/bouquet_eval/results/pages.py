@@ -20,7 +20,7 @@ from bouquet_eval.results.leaderboard import (
     metric_columns_of,
     unseen_notes,
 )
-from bouquet_eval.results.rendering import render
+from bouquet_eval.results.rendering import PAGE_BYTES, render
 
 if TYPE_CHECKING:
     from markupsafe import Markup
@@ -117,34 +117,68 @@ def configuration_in_use(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_page(config: Mapping[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
-    """The configuration of the run and each model's latest manifest entry, in full."""
-    import yaml
+SAME_CONFIGURATION = "(the configuration above, with this model's entry alone in models)"
+# Where the run page would not fit in report.html, each string is cut to this many characters.
+ABRIDGED_CHARACTERS = 2_000
 
-    sections = []
+
+def run_page(config: Mapping[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
+    """The configuration of the run and each model's latest manifest entry, in full: an
+    entry's configuration (the run's, with the model's entry alone in `models`) is not shown
+    again where it is the configuration the page shows above. A page
+    that would be too large for report.html (`PAGE_BYTES`: configuration strings of hundreds
+    of kilobytes) shows each string cut to `ABRIDGED_CHARACTERS`, and says so."""
+    latest = {}
     for name, manifest in manifests.items():
         entries = manifest.get("entries", [])
-        latest = entries[-1] if entries else {}
-        sections.append(
-            {
-                "model": name,
-                "entries": len(entries),
-                "created": str(latest.get("created")),
-                "command": " ".join(latest.get("command") or []),
-                "usage": usage_line(latest.get("timing") or {}),
-                "latest": json.dumps(latest, indent=2, ensure_ascii=False),
-            }
-        )
-    # Each setting on one line, however long: as it was written.
-    configuration = yaml.safe_dump(
-        configuration_in_use(config), sort_keys=False, allow_unicode=True, width=math.inf
-    )
+        entry = dict(entries[-1]) if entries else {}
+        own = [model for model in config.get("models") or () if model.get("name") == name]
+        # As the manifest holds it: JSON.
+        if entry.get("config") == json.loads(json.dumps({**config, "models": own})):
+            entry["config"] = SAME_CONFIGURATION
+        latest[name] = (len(entries), entry)
+    page = _run_page(configuration_in_use(config), latest, abridged=False)
+    if len(page.encode("utf-8")) <= PAGE_BYTES:
+        return page
+    return _run_page(abridged(configuration_in_use(config)), abridged(latest), abridged=True)
+
+
+def _run_page(configuration: Any, latest: Mapping[str, Any], abridged: bool) -> str:
+    import yaml
+
+    sections = [
+        {
+            "model": name,
+            "entries": count,
+            "created": str(entry.get("created")),
+            "command": " ".join(entry.get("command") or []),
+            "usage": usage_line(entry.get("timing") or {}),
+            "latest": json.dumps(entry, indent=2, ensure_ascii=False),
+        }
+        for name, (count, entry) in latest.items()
+    ]
     return render(
         "run.html",
         "Run configuration and manifests",
-        configuration=configuration,
+        # Each setting on one line, however long: as it was written.
+        configuration=yaml.safe_dump(
+            configuration, sort_keys=False, allow_unicode=True, width=math.inf
+        ),
         manifests=sections,
+        abridged=ABRIDGED_CHARACTERS if abridged else None,
     )
+
+
+def abridged(value: Any) -> Any:
+    """`value` with every string longer than `ABRIDGED_CHARACTERS` cut to that many."""
+    if isinstance(value, str) and len(value) > ABRIDGED_CHARACTERS:
+        cut = len(value) - ABRIDGED_CHARACTERS
+        return f"{value[:ABRIDGED_CHARACTERS]}… ({cut:,} more characters)"
+    if isinstance(value, Mapping):
+        return {key: abridged(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [abridged(item) for item in value]
+    return value
 
 
 def usage_line(timing: Mapping[str, Any]) -> str:

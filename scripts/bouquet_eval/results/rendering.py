@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import jinja2
     from markupsafe import Markup
 
+# The Snakemake report (report.html) opens each page from a base64 data: URL, 4/3 of the
+# page's size, and Chromium opens none over 2 MiB: every page stays under this many bytes.
+PAGE_BYTES = 1_400_000
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = Path(__file__).parent / "assets"
 

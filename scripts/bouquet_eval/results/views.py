@@ -24,7 +24,7 @@ import pandas as pd
 
 from bouquet_eval.core.languages import LanguageCode
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
-from bouquet_eval.results.rendering import interactive_page
+from bouquet_eval.results.rendering import PAGE_BYTES, interactive_page
 
 WORST_SENTENCES = 3
 """Per model and direction, how many of its worst sentences the report's sentence page holds."""
@@ -317,10 +317,6 @@ def sentences_json(
     }
 
 
-# The Snakemake report (report.html) opens each page from a base64 data: URL, 4/3 of the
-# page's size, and Chromium opens none over 2 MiB: each sentences page stays under this many
-# bytes, the directions being spread over as many pages as that takes.
-SENTENCES_PAGE_BYTES = 1_400_000
 # About what one model's sentences of one direction take on a page (its worst sentences and
 # its share of the sample, with their sources and references), from BOUQuET's texts.
 BYTES_PER_MODEL_DIRECTION = 2_500
@@ -358,12 +354,13 @@ class SentencePart:
 
 def sentence_parts(directions: Sequence[str], models: int) -> list[SentencePart]:
     """The directions of each sentences page, grouped by `language_of_interest`, each page's
-    share of `BYTES_PER_MODEL_DIRECTION` under `SENTENCES_PAGE_BYTES` (with room to spare)."""
+    share of `BYTES_PER_MODEL_DIRECTION` under `rendering.PAGE_BYTES` (with room to spare),
+    the directions being spread over as many pages as that takes."""
     by_language: dict[str, list[str]] = {}
     for direction in sorted(directions, key=lambda d: (language_of_interest(d), d)):
         by_language.setdefault(language_of_interest(direction), []).append(direction)
     estimate = len(directions) * max(models, 1) * BYTES_PER_MODEL_DIRECTION
-    count = min(len(by_language), math.ceil(estimate / (0.7 * SENTENCES_PAGE_BYTES))) or 1
+    count = min(len(by_language), math.ceil(estimate / (0.7 * PAGE_BYTES))) or 1
     share = len(directions) / count
     parts: list[list[str]] = [[]]
     for group in by_language.values():
@@ -399,13 +396,13 @@ def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, A
 
 
 def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart]) -> list[str]:
-    """One page per part, each under `SENTENCES_PAGE_BYTES`: a part whose texts are longer
+    """One page per part, each under `PAGE_BYTES`: a part whose texts are longer
     than foreseen shows fewer worst sentences per model (and says so)."""
     pages = []
     for part in parts:
         for worst in range(WORST_SENTENCES, -1, -1):
             text = sentences_page(part_of(data, part, worst))
-            if len(text.encode("utf-8")) <= SENTENCES_PAGE_BYTES:
+            if len(text.encode("utf-8")) <= PAGE_BYTES:
                 break
         pages.append(text)
     return pages
