@@ -54,6 +54,12 @@ def test_script_json_is_inert_in_every_parser_state_and_reads_back() -> None:
         script_json({"x": float("nan")})
 
 
+def test_an_unpaired_surrogate_a_page_shows_becomes_a_replacement_character() -> None:
+    page = run_page({}, {"m": {"entries": [{"note": "a \ud800 b"}]}})
+    assert "a \ufffd b" in page
+    page.encode("utf-8")
+
+
 def test_the_packages_own_scripts_and_styles_cannot_end_their_element_early() -> None:
     for path in ASSETS.rglob("*"):
         if path.suffix in (".js", ".css"):
@@ -527,6 +533,8 @@ async def report_html(tab: Tab, run: HostileRun) -> None:
     await tab.open((run.workdir / "report.html").as_uri())
     categories = json.loads(await tab.wait("typeof categories === 'object' && "
                                            "JSON.stringify(categories)"))  # fmt: skip
+    # It opens on the leaderboard, with no click.
+    assert "filename=leaderboard.html;" in await tab.wait(SHOWN)
     seen: list[str] = []
     for category, subcategories in sorted(categories.items()):
         for subcategory, paths in sorted(subcategories.items()):
@@ -595,6 +603,8 @@ async def everything(name: str, run: HostileRun) -> None:
             await browse_pages(tab, address, run)
         if isinstance(page, browser.Page):
             assert page.errors == []
+            # Nothing but the pages' own files, what they inline, and the browser's server.
+            assert all(url.startswith(("file://", "data:", address)) for url in page.requests)
 
 
 @pytest.mark.parametrize("name", ["chromium", "firefox"])

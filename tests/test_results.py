@@ -5,7 +5,6 @@ The workflow tests share one real run of the sample (two models) in a scratch di
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import shutil
@@ -38,7 +37,6 @@ from bouquet_eval.results.verify import (
 )
 from bouquet_eval.translators.backends import bounds
 
-from . import browser
 from .conftest import SAMPLE, Workflow
 from .leaderboard_models import SMALL, synthetic_model
 from .mtme_reader import read_language_pair
@@ -171,12 +169,12 @@ def test_mtme_escaping_and_documents() -> None:
 # --- Through the workflow -------------------------------------------------------------------
 
 MODELS = ["copy-source", "reference"]
-SCRIPT_PAYLOAD = "--comment=</script><script>window.injected = true;</script>"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
-    """The sample through `all`, `submission` and `mtme`, then `--report`."""
+    """The sample through `all`, `submission` and `mtme` (the report of a run, with text that
+    would run if a page took it for markup, in tests/test_pages.py)."""
     root = tmp_path_factory.mktemp("results")
     dataset = root / "dataset"
     shutil.copytree(SAMPLE, dataset)
@@ -188,17 +186,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
             "output_dir": "runs",
             "shards": 1,
             "limit": 12,
-            # Text of the configuration that a page would run if it were not escaped.
-            "resources": {
-                **SMALL_JOBS,
-                "translate": {**SMALL_JOBS["translate"], "slurm_extra": SCRIPT_PAYLOAD},
-            },
+            "resources": SMALL_JOBS,
             "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
             "models": [{"name": name, "translator": name} for name in MODELS],
         }
     )
     workflow.run("all", "submission", "mtme")
-    workflow.run("--report", "report.html")
     return workflow
 
 
@@ -228,80 +221,6 @@ def test_the_report_reads_each_models_extract(run: Workflow) -> None:
     log = (run.workdir / "logs" / "leaderboard.log").read_text(encoding="utf-8")
     assert "made from the models' extracts" in log
     assert "made from the rows" not in log
-
-
-def test_report_renders_in_chromium(run: Workflow, tmp_path: Path) -> None:
-    reason = browser.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    browser.install()
-    report = run.workdir / "report.html"
-    asyncio.run(_browse_report(report, tmp_path))
-
-
-CLICK = """(() => {{
-    const link = Array.from(document.querySelectorAll('a')).find(a => a.textContent.trim() === {0});
-    if (link) link.click();
-    return Boolean(link);
-}})()"""
-
-
-def test_no_configuration_text_reaches_the_report_unescaped(run: Workflow) -> None:
-    report = (run.workdir / "report.html").read_text(encoding="utf-8")
-    assert "<script>window.injected" not in report
-
-
-async def _browse_report(report: Path, folder: Path) -> None:
-    async with browser.chromium() as page:
-        await page.open(report.as_uri())
-        await page.wait_for("document.readyState === 'complete'")
-        assert await page.evaluate("window.injected === undefined")
-        # It opens on the leaderboard, with no click.
-        await page.wait_for("document.querySelector('iframe') !== null")
-        frame = (await page.child_frames())[0]["id"]
-        models = await page.wait_for(
-            "Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
-            ".map(row => [row.cells[0].textContent, row.cells[1].textContent])",
-            frame=frame,
-        )
-        assert models == [["lower bound", "copy-source"], ["upper bound", "reference"]]
-        await page.screenshot(folder / "leaderboard.png")
-
-        for link in ("Results", "4. Heatmaps", "copy-source"):
-            assert await page.evaluate(CLICK.format(json.dumps(link))), link
-            await asyncio.sleep(0.2)
-        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
-        # The heatmap is drawn: an SVG image of its file, loaded, with a size.
-        assert await page.wait_for(
-            "(() => { const img = document.querySelector("
-            '\'img[src^="data:image/svg+xml"][src*="filename=copy-source.chrfpp.svg"]\');'
-            " return img !== null && img.complete && img.naturalWidth > 300; })()"
-        )
-        await page.screenshot(folder / "heatmap.png")
-
-        # The interactive tables, inside the report: every direction of both models.
-        for link in ("Results", "2. Results by language and direction"):
-            assert await page.evaluate(CLICK.format(json.dumps(link))), link
-            await asyncio.sleep(0.2)
-        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
-        await page.wait_for("document.querySelectorAll('iframe').length > 0")
-        await asyncio.sleep(0.5)
-        frame = (await page.child_frames())[-1]["id"]
-        await page.wait_for(
-            "document.querySelector('button[data-view=directions]') !== null", frame=frame
-        )
-        await page.evaluate(
-            "document.querySelector('button[data-view=directions]').click()", frame=frame
-        )
-        rows = await page.wait_for(
-            "document.getElementById('app').dataset.view === 'directions'"
-            " && document.getElementById('app').dataset.rows",
-            frame=frame,
-        )
-        assert rows == "20"
-        await page.screenshot(folder / "results.png")
-        assert page.errors == []
-        assert all(url.startswith(("file://", "data:")) for url in page.requests)
 
 
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:

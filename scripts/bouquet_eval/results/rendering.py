@@ -69,9 +69,19 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_text,
     )
     environment.filters["tojson"] = script_json
     return environment
+
+
+def _text(value: Any) -> Any:
+    """A value as a template shows it: an unpaired surrogate in a string (not text, and not
+    writable as UTF-8) becomes U+FFFD, as a browser shows what it cannot decode. The pages'
+    own scripts and data (Markup) hold none: `script_json` escapes them."""
+    if type(value) is str and not value.isascii():
+        return _SURROGATE.sub("\ufffd", value)
+    return value
 
 
 @cache
@@ -80,6 +90,7 @@ def asset(name: str) -> str:
     return (ASSETS / name).read_text(encoding="utf-8")
 
 
+@cache
 def own(*names: str) -> Markup:
     """The package's assets `names`, joined: text that the pages take as it is (scripts and
     styles we ship, `tests/test_pages.py` checks that none can end its element early)."""
@@ -88,6 +99,7 @@ def own(*names: str) -> Markup:
     return Markup("".join(asset(name) for name in names))
 
 
+@cache
 def _source_hash(script: str) -> str:
     digest = hashlib.sha256(script.encode("utf-8")).digest()
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
@@ -122,11 +134,9 @@ def render(
 ) -> str:
     """The page of `template` (one that extends page.html): `title`, the package's stylesheets
     `styles` and one script element per group of the package's scripts in `scripts`, under a
-    policy that lets only those run. An unpaired surrogate where a template shows text (only
-    a configuration's strings can hold one) becomes U+FFFD, as a browser shows what it cannot
-    decode: it cannot be written as UTF-8."""
+    policy that lets only those run."""
     elements = [own(*group) for group in scripts]
-    text = (
+    return (
         _environment()
         .get_template(template)
         .render(
@@ -138,7 +148,6 @@ def render(
             **context,
         )
     )
-    return _SURROGATE.sub("\ufffd", text)
 
 
 def interactive_page(
