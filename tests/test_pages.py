@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from bouquet_eval.results.pages import run_page
-from bouquet_eval.results.rendering import ASSETS, PAGE_BYTES, script_json
+from bouquet_eval.results.rendering import ABRIDGED_CHARACTERS, ASSETS, PAGE_BYTES, script_json
 
 from . import browser
 from .chat_server import ChatServer
@@ -397,14 +397,15 @@ def any_sentence(kind: str, payload: str) -> list[str]:
 
 
 async def check_sentences_page(tab: Tab, run: HostileRun, where: str, frame: Any = None) -> None:
-    """Every direction of a sentences page: its texts as they were written, its ids."""
-    names = await tab.wait(
-        "JSON.stringify(Object.keys(JSON.parse(document.getElementById('data').textContent)"
-        ".directions))",
-        frame,
-    )
-    assert sorted(json.loads(names)) == sorted(DIRECTIONS), where
-    for direction in json.loads(names):
+    """Every direction of a sentences page: its texts as they were written (the longest cut:
+    the 100 kB lines would not fit in the report), its worst sentences, its ids."""
+    data = json.loads(await tab.wait("document.getElementById('data').textContent", frame))
+    assert sorted(data["directions"]) == sorted(DIRECTIONS), where
+    # Long texts are cut before worst sentences are left out (with ids of 100 kB, each
+    # sentence's kept whole, the page holds one worst sentence per model).
+    assert data["abridged"] == ABRIDGED_CHARACTERS and data["worst"] >= 1, where
+    shown_sentences = 1 + len(data["models"]) * data["worst"]
+    for direction in data["directions"]:
         payload = run.payloads[run.by_direction[direction]]
         await tab.value(
             "(() => { const box = document.getElementById('direction');"
@@ -412,14 +413,19 @@ async def check_sentences_page(tab: Tab, run: HostileRun, where: str, frame: Any
             " return true; })()",
             frame,
         )
+        # The sample with every model, then each model's worst.
         await tab.wait(
             f"document.getElementById('app').dataset.direction === {json.dumps(direction)}"
-            " && document.querySelectorAll('dl.sentence').length > 0",
+            f" && document.querySelectorAll('dl.sentence').length === {shown_sentences}",
             frame,
         )
-        # The sample with every model: its source, reference and outputs.
-        shown = in_text(*(any_sentence(kind, payload) for kind in ("source", "reference")),
-                        any_sentence("provided", payload), ["T:"])  # fmt: skip
+        shown = in_text(
+            *(
+                [text[:ABRIDGED_CHARACTERS] for text in any_sentence(kind, payload)]
+                for kind in ("source", "reference", "provided")
+            ),
+            ["T:"],
+        )
         assert await tab.value(shown, frame), (where, direction)
         ids = await tab.value(
             "JSON.stringify(Array.from(document.querySelectorAll('dl.sentence'))"

@@ -20,7 +20,7 @@ from bouquet_eval.results.leaderboard import (
     metric_columns_of,
     unseen_notes,
 )
-from bouquet_eval.results.rendering import PAGE_BYTES, render
+from bouquet_eval.results.rendering import ABRIDGED_CHARACTERS, PAGE_BYTES, abridged, render
 
 if TYPE_CHECKING:
     from markupsafe import Markup
@@ -118,8 +118,6 @@ def configuration_in_use(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 SAME_CONFIGURATION = "(the configuration above, with this model's entry alone in models)"
-# Where the run page would not fit in report.html, each string is cut to this many characters.
-ABRIDGED_CHARACTERS = 2_000
 
 
 def run_page(config: Mapping[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
@@ -127,7 +125,7 @@ def run_page(config: Mapping[str, Any], manifests: Mapping[str, dict[str, Any]])
     entry's configuration (the run's, with the model's entry alone in `models`) is not shown
     again where it is the configuration the page shows above. A page
     that would be too large for report.html (`PAGE_BYTES`: configuration strings of hundreds
-    of kilobytes) shows each string cut to `ABRIDGED_CHARACTERS`, and says so."""
+    of kilobytes) shows each string `abridged`, and says so."""
     latest = {}
     for name, manifest in manifests.items():
         entries = manifest.get("entries", [])
@@ -167,18 +165,6 @@ def _run_page(configuration: Any, latest: Mapping[str, Any], abridged: bool) -> 
         manifests=sections,
         abridged=ABRIDGED_CHARACTERS if abridged else None,
     )
-
-
-def abridged(value: Any) -> Any:
-    """`value` with every string longer than `ABRIDGED_CHARACTERS` cut to that many."""
-    if isinstance(value, str) and len(value) > ABRIDGED_CHARACTERS:
-        cut = len(value) - ABRIDGED_CHARACTERS
-        return f"{value[:ABRIDGED_CHARACTERS]}… ({cut:,} more characters)"
-    if isinstance(value, Mapping):
-        return {key: abridged(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [abridged(item) for item in value]
-    return value
 
 
 def usage_line(timing: Mapping[str, Any]) -> str:

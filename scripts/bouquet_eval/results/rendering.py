@@ -15,7 +15,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 # The Snakemake report (report.html) opens each page from a base64 data: URL, 4/3 of the
 # page's size, and Chromium opens none over 2 MiB: every page stays under this many bytes.
 PAGE_BYTES = 1_400_000
+# Where a page would not fit, each long text is cut to this many characters.
+ABRIDGED_CHARACTERS = 2_000
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = Path(__file__).parent / "assets"
 
@@ -169,3 +171,15 @@ def interactive_page(
         scripts=[*scripts, ("dom.js", script)],
         data=data,
     )
+
+
+def abridged(value: Any) -> Any:
+    """`value` with every string longer than `ABRIDGED_CHARACTERS` cut to that many."""
+    if isinstance(value, str) and len(value) > ABRIDGED_CHARACTERS:
+        cut = len(value) - ABRIDGED_CHARACTERS
+        return f"{value[:ABRIDGED_CHARACTERS]}… ({cut:,} more characters)"
+    if isinstance(value, Mapping):
+        return {key: abridged(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [abridged(item) for item in value]
+    return value

@@ -24,7 +24,12 @@ import pandas as pd
 
 from bouquet_eval.core.languages import LanguageCode
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
-from bouquet_eval.results.rendering import PAGE_BYTES, interactive_page
+from bouquet_eval.results.rendering import (
+    ABRIDGED_CHARACTERS,
+    PAGE_BYTES,
+    abridged,
+    interactive_page,
+)
 
 WORST_SENTENCES = 3
 """Per model and direction, how many of its worst sentences the report's sentence page holds."""
@@ -370,9 +375,11 @@ def sentence_parts(directions: Sequence[str], models: int) -> list[SentencePart]
     return [SentencePart(n, len(parts), tuple(p)) for n, p in enumerate(parts, start=1)]
 
 
-def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, Any]:
+def part_of(
+    data: dict[str, Any], part: SentencePart, worst: int, abridge: bool = False
+) -> dict[str, Any]:
     """The sentences of `part`'s directions in `data` (see `sentences_data`), with at most
-    `worst` worst sentences per model."""
+    `worst` worst sentences per model, and, where `abridge`, their texts `abridged`."""
     directions = {}
     for name in part.directions:
         entry = data["directions"].get(name)
@@ -383,25 +390,32 @@ def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, A
         directions[name] = {
             **entry,
             "worst": kept,
-            "sentences": {k: v for k, v in entry["sentences"].items() if k in wanted},
+            "sentences": {
+                k: abridged(v) if abridge else v
+                for k, v in entry["sentences"].items()
+                if k in wanted
+            },
         }
     languages = {code for name in directions for code in name.split("-")}
     return {
         **data,
         "part": [part.number, part.count, part.label],
         "worst": worst,
+        "abridged": ABRIDGED_CHARACTERS if abridge else None,
         "languages": {c: n for c, n in data["languages"].items() if c in languages},
         "directions": directions,
     }
 
 
 def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart]) -> list[str]:
-    """One page per part, each under `PAGE_BYTES`: a part whose texts are longer
-    than foreseen shows fewer worst sentences per model (and says so)."""
+    """One page per part, each under `PAGE_BYTES`: a part whose texts are longer than foreseen
+    shows them cut (texts of thousands of characters, which `bouquet-eval browse` shows
+    whole), then fewer worst sentences per model, and says so."""
+    tries = [(WORST_SENTENCES, False)] + [(w, True) for w in range(WORST_SENTENCES, -1, -1)]
     pages = []
     for part in parts:
-        for worst in range(WORST_SENTENCES, -1, -1):
-            text = sentences_page(part_of(data, part, worst))
+        for worst, abridge in tries:
+            text = sentences_page(part_of(data, part, worst, abridge))
             if len(text.encode("utf-8")) <= PAGE_BYTES:
                 break
         pages.append(text)
