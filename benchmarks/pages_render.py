@@ -1,13 +1,14 @@
 """The report's pages rendered by this checkout's code against an older commit's, side by side.
 
-    .venv/bin/python benchmarks/pages_render.py [--old main] [--workdir DIR]
+    .venv/bin/python benchmarks/pages_render.py [--old main] [--new COMMIT] [--workdir DIR]
         [--directions 1062] [--sentences 854] [--models 5] [--rounds 3]
 
 Builds an output folder of BOUQuET's shape as the workflow leaves it (tests/synthetic.py
 `write_shaped_run`: per model scored_rows.parquet, scores.csv, resampled.npz and
 report_extract.parquet; leaderboard.csv) and a correlations.csv of the same directions
 (tests/test_metaeval.py `correlations_at_scale`). The package of `--old` is read from git into a
-temporary folder (`git archive`). Then, in turns (old, new, old, new, ...), each in a fresh
+temporary folder (`git archive`), and so is `--new`'s where given (else the checkout's own
+package is the new side). Then, in turns (old, new, old, new, ...), each in a fresh
 process that imports one of the two packages:
 - `pages`: the HTML alone: the leaderboard, results, sentences, run and "Which metric to
   trust" pages from the data each version computes for them (computed before the clock
@@ -146,7 +147,7 @@ def child(kind: str, output: Path, count: int, target: Path) -> None:
     print(json.dumps(turn))
 
 
-def old_package(reference: str, folder: Path) -> Path:
+def package(reference: str, folder: Path) -> Path:
     """The package of the commit `reference`, read from git into `folder`."""
     archive = subprocess.run(
         ["git", "-C", str(REPOSITORY), "archive", reference, "scripts/bouquet_eval"],
@@ -179,6 +180,7 @@ def in_child(scripts: Path, kind: str, output: Path, count: int) -> dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", default="main", help="the commit whose code is the old side")
+    parser.add_argument("--new", help="the commit whose code is the new side (default: the checkout)")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--directions", type=int, default=1062)
     parser.add_argument("--sentences", type=int, default=854)
@@ -207,8 +209,10 @@ def main() -> None:
         write_shaped_run(workdir, models, arguments.sentences, directions)
     correlations_at_scale(directions).to_csv(workdir / "correlations.csv", index=False)
     sides = {
-        "old": old_package(arguments.old, Path(tempfile.mkdtemp(prefix="pages-old-"))),
-        "new": REPOSITORY / "scripts",
+        "old": package(arguments.old, Path(tempfile.mkdtemp(prefix="pages-old-"))),
+        "new": REPOSITORY / "scripts"
+        if arguments.new is None
+        else package(arguments.new, Path(tempfile.mkdtemp(prefix="pages-new-"))),
     }
     for kind in ("pages", "report"):
         turns: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
