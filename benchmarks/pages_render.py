@@ -180,7 +180,7 @@ def in_child(scripts: Path, kind: str, output: Path, count: int) -> dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", default="main", help="the commit whose code is the old side")
-    parser.add_argument("--new", help="the commit whose code is the new side (default: the checkout)")
+    parser.add_argument("--new", help="the commit whose code is the new side (default: this one)")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--directions", type=int, default=1062)
     parser.add_argument("--sentences", type=int, default=854)
