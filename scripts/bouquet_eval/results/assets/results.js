@@ -34,9 +34,10 @@
     const interval = row[cell.getField() + "~ci"];
     const text = number(value, state.metric);
     if (!interval || interval[0] === null) return text;
-    // The interval under the score: five models' columns fit beside the report's menu.
-    return text + '<br><span class="interval">[' + number(interval[0], state.metric) + "–" +
-      number(interval[1], state.metric) + "]</span>";
+    // The interval under the score: six models' columns fit beside the report's menu. A node,
+    // not HTML: Tabulator puts a formatter's string in as HTML.
+    return element("span", {}, [text, element("br"), element("span", { class: "interval" },
+      ["[" + number(interval[0], state.metric) + "–" + number(interval[1], state.metric) + "]"])]);
   }
 
   function scoreColumn(title, field) {
@@ -122,7 +123,7 @@
           (row.direction + " " + row.languages).toLowerCase().includes(term.toLowerCase()) },
       { title: "kind", field: "kind", headerFilter: "list", maxWidth: 110,
         headerFilterParams: { values: ["", "into English", "out of English", "regional"] } },
-      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number", width: 100 },
+      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number", width: 112 },
     ];
   }
 
@@ -162,8 +163,8 @@
           const value = cell.getValue();
           if (value === null) return "–";
           const css = value * better > 0 ? "gain" : value * better < 0 ? "loss" : "";
-          return '<span class="' + css + '">' + (value > 0 ? "+" : "") +
-            number(value, versus.metric) + "</span>";
+          return element("span", { class: css },
+            [(value > 0 ? "+" : "") + number(value, versus.metric)]);
         } },
       { title: "p", headerTooltip: "paired bootstrap p-value", field: "p", hozAlign: "right", sorter: "number",
         formatter: (cell) => cell.getValue() === null ? "–" : cell.getValue().toPrecision(2) },
