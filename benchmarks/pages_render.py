@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -172,6 +173,7 @@ def in_child(scripts: Path, kind: str, output: Path, count: int) -> dict[str, fl
         str(target),
     ]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    shutil.rmtree(target)
     if completed.returncode:
         raise RuntimeError(completed.stderr[-3000:])
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -233,6 +235,9 @@ def main() -> None:
             f"{medians['new']['cpu_s'] / medians['old']['cpu_s']:.2f}x CPU (medians of "
             f"{arguments.rounds})"
         )
+    for side in ("old", "new"):
+        if sides[side] != REPOSITORY / "scripts":
+            shutil.rmtree(sides[side].parent)
 
 
 if __name__ == "__main__":

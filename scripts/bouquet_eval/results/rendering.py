@@ -20,6 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bouquet_eval.core.io import unpaired_surrogate
+
 if TYPE_CHECKING:
     import jinja2
     from markupsafe import Markup
@@ -54,11 +56,16 @@ def script_json(data: Any) -> Markup:
     JSON.parse would reject the whole page's data."""
     from markupsafe import Markup
 
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # A page's data is plain lists and mappings: no cycle to look for.
+    text = json.dumps(
+        data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+    )
     for character, escape in _SCRIPT_ESCAPES.items():
         if character in text:
             text = text.replace(character, escape)
-    return Markup(_SURROGATE.sub(lambda match: f"\\u{ord(match[0]):04x}", text))
+    if unpaired_surrogate(text) is not None:  # rare: encoding finds out faster than a search
+        text = _SURROGATE.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+    return Markup(text)
 
 
 @cache
