@@ -204,7 +204,7 @@ class Blaser:
         if self._pipeline is not None:
             return self._pipeline, self._model
         import torch
-        from fairseq2.assets import AssetCard, get_asset_store
+        from fairseq2.assets import AssetCard, AssetCardError, get_asset_store
         from fairseq2.data.tokenizers import load_tokenizer
         from fairseq2.models import load_model
         from sonar.inference_pipelines.text import TextToEmbeddingModelPipeline
@@ -235,15 +235,16 @@ class Blaser:
             {"checkpoint": (folder / CHECKPOINT_FILE).resolve().as_uri(), **model_config(folder)},
             store.retrieve_card(self.card),
         )
-        model = load_model(blaser_card, device=device, dtype=torch.float32)
+        try:
+            model = load_model(blaser_card, device=device, dtype=torch.float32)
+        except AssetCardError as error:
+            raise ValueError(
+                f"{self.name}: {self.checkpoint} does not load as a model of {self.card}'s "
+                f"shape ({'reference-based' if self.uses_reference else 'quality estimation'}"
+                f"): {error}"
+            ) from error
         if not isinstance(model, BlaserModel):
             raise TypeError(f"{self.name}: {self.checkpoint} is not a BLASER model")
-        expected = "COMET" if self.uses_reference else "QE"
-        if model.input_form != expected:
-            raise ValueError(
-                f"{self.name}: {self.checkpoint} is a BLASER model of the {model.input_form} "
-                f"form; {self.name} needs one of the {expected} form"
-            )
         self._model = model.eval()
         return self._pipeline, self._model
 
