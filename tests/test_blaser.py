@@ -11,6 +11,9 @@ see the Makefile); the others run anywhere.
 
 from __future__ import annotations
 
+import itertools
+import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.hub import HubFiles
 from bouquet_eval.metrics import load_metric
 from bouquet_eval.metrics.blaser import (
@@ -32,7 +36,10 @@ from bouquet_eval.metrics.records import RECORDS, MetricSet
 from bouquet_eval.metrics.sonar_languages import SONAR_CODES, SONAR_LANGUAGES, sonar_code
 
 from .comet_reference import sample_pairs
+from .conftest import REPOSITORY, Workflow
 from .hf_cache import COMMIT, cache_entry
+from .synthetic import write_dataset
+from .workflow_configs import bounds_config
 
 FORMS = {"blaser": Blaser, "blaser_qe": BlaserQE}
 SONAR_OF_THE_SAMPLE = {
@@ -299,3 +306,84 @@ def test_records_prefetch_the_encoders_files_and_the_checkpoint(tmp_path: Path) 
     assert mapped.uncovered("arz_Arab", "eng_Latn") == []
     assert mapped.uncovered("zlm_Latn", "eng_Latn") == ["blaser_qe"]
     assert mapped.refused([]) == []
+
+
+def sonar_shaped_directions(total: int = 1062) -> list[Direction]:
+    """BOUQuET's shape in languages SONAR encodes: each into and out of English, then pairs of
+    the others, up to `total`."""
+    others = sorted(SONAR_CODES - {"eng_Latn"})
+    directions = [Direction(code, "eng_Latn") for code in others]
+    directions += [Direction("eng_Latn", code) for code in others]
+    pairs = (Direction(a, b) for a, b in itertools.permutations(others, 2))
+    return directions + list(itertools.islice(pairs, total - len(directions)))
+
+
+def test_dry_run_at_benchmark_scale_shows_blasers_jobs_apart(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    """1062 directions on the Slurm profile: BLASER's jobs are a family of their own, with a
+    GPU each, in envs/blaser.yaml (a stand-in `conda` answers Snakemake's questions: no
+    conda can be installed here)."""
+    write_dataset(tmp_path / "data", sonar_shaped_directions(), sentences=1)
+    config = bounds_config(tmp_path / "data", shards=4, metrics=["chrf", "blaser", "blaser_qe"])
+    config["models"] = config["models"][:1]
+    workflow.write_config(config)
+    run = workflow.run(
+        "-n", "--profile", str(REPOSITORY / "profiles" / "slurm"), "--quiet", "progress"
+    )
+    console = re.sub(r"\n {8}", " ", run.stdout + run.stderr)
+    assert "1062 directions" in console
+    asked = dict(re.findall(r"^ +(score_\S+_copy_source): (.*)$", console, re.MULTILINE))
+    assert asked["score_blaser_gpu_copy_source"].startswith("4 jobs,")
+    assert "gpu=1" in asked["score_blaser_gpu_copy_source"]
+    assert "gpu=0" in asked["score_workflow_cpu_copy_source"]
+    conda = tmp_path / "bin" / "conda"
+    conda.parent.mkdir()
+    conda.write_text(STAND_IN_CONDA)
+    conda.chmod(0o755)
+    path = f"{conda.parent}{os.pathsep}{os.environ['PATH']}"
+    listed = workflow.run("--sdm", "conda", "--list-conda-envs", env={"PATH": path}).stdout
+    assert {Path(line.split()[0]).name for line in listed.splitlines()[-2:]} == {
+        "blaser.yaml",
+        "workflow.yaml",
+    }
+
+
+STAND_IN_CONDA = """#!/bin/sh
+case "$1" in
+  --version) echo "conda 24.11.0";;
+  info) echo '{"conda_prefix": "/nonexistent", "envs_dirs": [], "platform": "linux-64"}';;
+  config) echo '{"get": {"channel_priority": "strict"}}';;
+  *) echo "stand-in conda cannot $*" >&2; exit 1;;
+esac
+"""
+
+
+def test_a_direction_sonar_cannot_encode_is_refused_before_any_job(
+    workflow: Workflow, tmp_path: Path
+) -> None:
+    selected = [Direction("eng_Latn", "fra_Latn"), Direction("eng_Latn", "agr_Latn"),
+                Direction("agr_Latn", "eng_Latn"), Direction("srp_Latn", "eng_Latn")]  # fmt: skip
+    write_dataset(tmp_path / "data", selected, sentences=1)
+    config = bounds_config(tmp_path / "data", shards=1, metrics=["chrf", "blaser"])
+    workflow.write_config(config)
+    refused = workflow.run("-n", check=False)
+    assert refused.returncode == 1
+    assert (
+        f"bouquet-eval: {workflow.config_path}: blaser cannot score 3 direction(s): SONAR has "
+        "no code for agr_Latn (agr_Latn-eng_Latn, eng_Latn-agr_Latn); SONAR has no code for "
+        "srp_Latn (srp_Latn-eng_Latn); leave them out of `directions` or map their languages "
+        "with `blaser.languages`"
+    ) in refused.stderr.splitlines()
+    assert not (workflow.workdir / "runs").exists()
+    # Mapped to a SONAR code by the user (to be flagged unseen), or left out: planned.
+    mapped = {"languages": {"agr_Latn": "spa_Latn", "srp_Latn": "srp_Cyrl"}}
+    workflow.write_config({**config, "blaser": mapped})
+    assert workflow.planned_jobs()["score_blaser_gpu_copy_source_shard0of1"] == 1
+    workflow.write_config({**config, "directions": {"list": ["eng_Latn-fra_Latn"]}})
+    assert "score_blaser_gpu_copy_source_shard0of1" in workflow.planned_jobs()
+    workflow.write_config({**config, "blaser": {"languages": {"agr_Latn": "agr_Latn"}}})
+    assert (
+        "agr_Latn is mapped to agr_Latn, which is not a SONAR code"
+        in workflow.run("-n", check=False).stderr
+    )
