@@ -62,8 +62,10 @@ def train_tokenizer(path: Path, vocab_size: int = 1000) -> None:
     path.write_bytes(model.getvalue())
 
 
-def build_all(folder: Path) -> dict[str, Path]:
-    """The encoder, `blaser` and `blaser_qe` folders and the cards' folder, by name."""
+def build_all(folder: Path, released: bool = False) -> dict[str, Path]:
+    """The encoder, `blaser` and `blaser_qe` folders and the cards' folder, by name.
+    `released`: of the released models' shapes (sonar-space's own architectures, about 3 GB
+    for the encoder), with no model_config.yaml; the tokenizer is the tiny one still."""
     import torch
     from fairseq2.assets import AssetCard, get_asset_store
     from fairseq2.data.tokenizers import load_tokenizer
@@ -84,20 +86,24 @@ def build_all(folder: Path) -> dict[str, Path]:
     vocabulary = load_tokenizer(AssetCard("tiny", {"tokenizer": tokenizer_file.as_uri()}, base))
     # The released encoder's special indices (its checkpoint's, which the tokenizer's differ
     # from: sonar-space's own configuration), with the tiny vocabulary's size.
-    shape: dict[str, Any] = {
-        **ENCODER_SHAPE,
-        "vocab_info": {
-            "size": vocabulary.vocab_info.size,
-            "unk_idx": 1,
-            "bos_idx": 2,
-            "eos_idx": 3,
-            "pad_idx": 1,
-        },
-    }
+    shape: dict[str, Any] = (
+        {}
+        if released
+        else {
+            **ENCODER_SHAPE,
+            "vocab_info": {
+                "size": vocabulary.vocab_info.size,
+                "unk_idx": 1,
+                "bos_idx": 2,
+                "eos_idx": 3,
+                "pad_idx": 1,
+            },
+        }
+    )
     encoders = ModelHubAccessor(
         SONAR_TEXT_ENCODER_FAMILY, SonarTextTransformerEncoderModel, SonarTextEncoderConfig
     )()
-    config = encoders.get_model_config(AssetCard("tiny", {"model_config": {"_set_": shape}}, base))
+    config = encoders.get_model_config(AssetCard("tiny", _config(shape), base))
     torch.manual_seed(41)
     model = encoders.create_new_model(config)
     torch.save({"model": model.state_dict()}, checkpoint)
@@ -109,17 +115,17 @@ def build_all(folder: Path) -> dict[str, Path]:
     for name, card in CARDS.items():
         blaser_folder = folder / name
         blaser_folder.mkdir()
-        shaped = {"model_config": {"_set_": BLASER_SHAPE}}
-        blaser_card = AssetCard("tiny", shaped, store.retrieve_card(card))
+        blaser_shape = {} if released else BLASER_SHAPE
+        blaser_card = AssetCard("tiny", _config(blaser_shape), store.retrieve_card(card))
         torch.manual_seed(len(name))
         blaser = blasers.create_new_model(blasers.get_model_config(blaser_card))
         with torch.no_grad():
             for parameter in blaser.parameters():
                 parameter.mul_(WEIGHT_SCALE)
         torch.save({"model": blaser.state_dict()}, blaser_folder / CHECKPOINT_FILE)
-        _write_config(blaser_folder, BLASER_SHAPE)
+        _write_config(blaser_folder, blaser_shape)
         tiny = f"tiny_blaser_{card.removeprefix('blaser_2_0_')}"
-        cards.append(_card(tiny, card, blaser_folder / CHECKPOINT_FILE, BLASER_SHAPE))
+        cards.append(_card(tiny, card, blaser_folder / CHECKPOINT_FILE, blaser_shape))
         built[name] = blaser_folder
     built["cards"] = folder / "cards"
     built["cards"].mkdir()
@@ -127,19 +133,21 @@ def build_all(folder: Path) -> dict[str, Path]:
     return built
 
 
+def _config(shape: dict[str, Any]) -> dict[str, Any]:
+    """The card fields of a model of `shape` (none for the released shape)."""
+    return {"model_config": {"_set_": shape}} if shape else {}
+
+
 def _write_config(folder: Path, shape: dict[str, Any]) -> None:
-    (folder / MODEL_CONFIG).write_text(yaml.safe_dump({"_set_": shape}), encoding="utf-8")
+    if shape:
+        (folder / MODEL_CONFIG).write_text(yaml.safe_dump({"_set_": shape}), encoding="utf-8")
 
 
 def _card(
     name: str, base: str, checkpoint: Path, shape: dict[str, Any], tokenizer: Path | None = None
 ) -> dict[str, Any]:
-    card: dict[str, Any] = {
-        "name": name,
-        "base": base,
-        "checkpoint": checkpoint.as_uri(),
-        "model_config": {"_set_": shape},
-    }
+    card: dict[str, Any] = {"name": name, "base": base, "checkpoint": checkpoint.as_uri()}
+    card.update(_config(shape))
     if tokenizer is not None:
         card["tokenizer"] = tokenizer.as_uri()
     return card

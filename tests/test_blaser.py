@@ -68,6 +68,16 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def new_job() -> Iterator[None]:
+    """Each test a job of its own: no embeddings, no encoder left by another."""
+    from bouquet_eval.metrics import blaser
+
+    blaser._EMBEDDINGS.clear()
+    yield
+    blaser._EMBEDDINGS.clear()
+
+
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory, one_thread: None) -> dict[str, Path]:
     from .blaser_checkpoints import build_all
@@ -102,11 +112,14 @@ def directions(rows: pd.DataFrame) -> list[pd.DataFrame]:
     return [part for _, part in rows.groupby(["src_lang", "tgt_lang"], sort=False)]
 
 
-def score_as_a_job(metric: Blaser, rows: pd.DataFrame) -> list[float]:
-    """One metric object scoring direction after direction, the scores in the rows' order."""
+def score_as_a_job(metric: Blaser, rows: pd.DataFrame, *others: Blaser) -> list[float]:
+    """One metric object scoring direction after direction (and `others` after it, each
+    direction), the scores in the rows' order."""
     scores = pd.Series(0.0, index=rows.index)
     for part in directions(rows):
         scores[part.index] = metric.score(part)[metric.name]
+        for other in others:
+            other.score(part)
     return scores.tolist()
 
 
@@ -140,7 +153,7 @@ def test_each_source_and_reference_is_embedded_once_per_job(
     """Every call of the encoder gets one language's sentences, each once; a source or a
     reference never goes to it twice in a job, however many directions share it."""
     metric = tiny("blaser", checkpoints)
-    pipeline = metric.load()[0]
+    pipeline = metric.embeddings().pipeline()
     calls: list[tuple[str, list[str]]] = []
     predict = pipeline.predict
 
@@ -160,7 +173,7 @@ def test_each_source_and_reference_is_embedded_once_per_job(
     assert all(len(set(sentences)) == len(sentences) for _, sentences in calls)
     assert kept <= set(sent)
     assert sum(pair in kept for pair in sent) == len(kept)
-    assert metric.embedded == len(sent)
+    assert metric.embeddings().embedded == len(sent)
     # Shared sentences make it fewer than sonar-space's README embeds: three per row.
     assert len(sent) < 0.7 * 3 * len(sample_rows)
     # One call per language of each direction (its translations beside its references).
@@ -168,7 +181,7 @@ def test_each_source_and_reference_is_embedded_once_per_job(
 
 
 @pytest.mark.blaser
-def test_models_load_once_per_job_and_batches_are_cut_as_set(
+def test_models_load_once_per_job_and_both_forms_share_the_embeddings(
     checkpoints: dict[str, Path], sample_rows: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import fairseq2.models
@@ -182,7 +195,7 @@ def test_models_load_once_per_job_and_batches_are_cut_as_set(
 
     monkeypatch.setattr(fairseq2.models, "load_model", counted)
     metric = tiny("blaser", checkpoints, batch_size=5)
-    encoder = metric.load()[0].model
+    encoder = metric.embeddings().pipeline().model
     lengths: list[int] = []
     forward = encoder.forward
 
@@ -194,6 +207,15 @@ def test_models_load_once_per_job_and_batches_are_cut_as_set(
     score_as_a_job(metric, sample_rows[:96])
     assert len(loads) == 2  # the encoder and the BLASER model, once
     assert max(lengths) == 5 and lengths.count(5) >= len(lengths) // 2
+    # The other form, configured alike, scoring each direction after it: one load more (its
+    # BLASER model), and no sentence embedded again.
+    qe = tiny("blaser_qe", checkpoints, batch_size=5)
+    for part in directions(sample_rows[96:192]):
+        metric.score(part)
+        embedded = metric.embeddings().embedded
+        qe.score(part)
+        assert metric.embeddings().embedded == embedded
+    assert len(loads) == 3 and qe.embeddings() is metric.embeddings()
 
 
 @pytest.mark.blaser

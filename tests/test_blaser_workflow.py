@@ -102,10 +102,14 @@ def test_blaser_added_to_a_finished_run(
     log = workflow.workdir / "logs" / "copy-source" / "score" / "blaser_cpu" / "shard0of1.log"
     text = log.read_text()
     assert f"scoring blaser, blaser_qe in {BLASER_PYTHON}" in text
+    # One encoder for both forms, and each form's model: once each.
+    assert text.count("SONAR text encoder: loading") == 1
     assert text.count("blaser: loading") == 1 and text.count("blaser_qe: loading") == 1
     assert_readme_scores(folder, checkpoints, tmp_path / "readme")
     scores = pd.read_csv(folder / "scores.csv")
     assert {"chrfpp", "blaser", "blaser_qe", "unseen_by"} <= set(scores.columns)
+    leaderboard = pd.read_csv(workflow.workdir / "runs" / "leaderboard.csv")
+    assert {"blaser", "blaser_qe"} <= set(leaderboard.columns)
     manifest = json.loads((folder / "manifest.json").read_text())
     signatures = manifest["entries"][-1]["metrics"]
     assert signatures["blaser"].startswith(f"encoder:{checkpoints['encoder']}|encoder_commit:local")

@@ -109,12 +109,7 @@ class Blaser:
         self.device = device
         self.dtype = dtype
         self.languages = dict(languages)
-        self._pipeline: Any = None
         self._model: Any = None
-        self._kept: dict[tuple[str, str], Any] = {}
-        """(SONAR code, sentence) -> embedding, of every source and reference embedded."""
-        self.embedded = 0
-        """Sentences this job sent to the encoder (each distinct one once)."""
 
     def resolved_dtype(self) -> str:
         return resolve_dtype(self.dtype, self.device)
@@ -152,8 +147,8 @@ class Blaser:
         texts["mt"] = list(zip(targets, rows["mt_text"], strict=True))
         if self.uses_reference:
             texts["ref"] = list(zip(targets, rows["ref_text"], strict=True))
-        embeddings = self.embed(texts)
-        model = self.load()[1]
+        embeddings = self.embeddings().embed(texts)
+        model = self.load()
         device = next(model.parameters()).device
         scores = []
         with torch.inference_mode():
@@ -165,78 +160,34 @@ class Blaser:
                 scores.append(model(**part).squeeze(-1).float().cpu())
         return {self.name: torch.cat(scores).tolist()}
 
-    def embed(self, texts: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, Any]:
-        """Each role's (SONAR code, sentence) pairs -> their embeddings, stacked in order.
+    def embeddings(self) -> SentenceEmbeddings:
+        """This job's embeddings of its encoder, batch size, device and dtype: shared by both
+        forms of BLASER when they are configured alike."""
+        key = (self.encoder, self.batch_size, resolve_device(self.device), self.resolved_dtype())
+        if key not in _EMBEDDINGS:
+            _EMBEDDINGS[key] = SentenceEmbeddings(*key)
+        return _EMBEDDINGS[key]
 
-        Sentences already embedded in this job are not embedded again; those still missing go
-        to the encoder once each, one `predict` call per language (translations and
-        references of a language together). Sources and references are kept for the rest of
-        the job (a few MB per language), translations only for this call.
-        """
-        import torch
-
-        pipeline = self.load()[0]
-        at_hand = dict(self._kept)
-        missing: dict[str, list[str]] = {}
-        for pairs in texts.values():
-            for code, text in pairs:
-                if (code, text) not in at_hand:
-                    at_hand[(code, text)] = None
-                    missing.setdefault(code, []).append(text)
-        for code, sentences in missing.items():
-            embedded = pipeline.predict(
-                sentences,
-                source_lang=code,
-                batch_size=self.batch_size,
-                target_device=torch.device("cpu"),
-            )
-            at_hand.update(zip(((code, text) for text in sentences), embedded, strict=True))
-            self.embedded += len(sentences)
-        for role in ("src", "ref"):
-            self._kept.update((pair, at_hand[pair]) for pair in texts.get(role, ()))
-        return {
-            role: torch.stack([at_hand[pair] for pair in pairs]) for role, pairs in texts.items()
-        }
-
-    def load(self) -> tuple[Any, Any]:
-        """The embedding pipeline and the BLASER model, loaded on the first call: offline, on
-        the resolved device, the encoder in the resolved dtype and BLASER in float32."""
-        if self._pipeline is not None:
-            return self._pipeline, self._model
+    def load(self) -> Any:
+        """The BLASER model, loaded on the first call: offline, on the resolved device, in
+        float32 (a few matrix products per sentence)."""
+        if self._model is not None:
+            return self._model
         import torch
         from fairseq2.assets import AssetCard, AssetCardError, get_asset_store
-        from fairseq2.data.tokenizers import load_tokenizer
         from fairseq2.models import load_model
-        from sonar.inference_pipelines.text import TextToEmbeddingModelPipeline
         from sonar.models.blaser import BlaserModel
 
-        device = torch.device(resolve_device(self.device))
-        dtype = getattr(torch, self.resolved_dtype())
-        store = get_asset_store()
-        log.info("%s: loading %s (%s) and %s", self.name, self.encoder, dtype, self.checkpoint)
-        folder = model_folder(self.encoder, ENCODER_FILES, "SONAR text encoder")
-        encoder_card = AssetCard(
-            f"{ENCODER_CARD}:{self.encoder}",
-            {
-                "checkpoint": (folder / ENCODER_FILES[0]).resolve().as_uri(),
-                "tokenizer": (folder / ENCODER_FILES[1]).resolve().as_uri(),
-                **model_config(folder),
-            },
-            store.retrieve_card(ENCODER_CARD),
-        )
-        encoder = load_model(encoder_card, device=device, dtype=dtype)
-        tokenizer = load_tokenizer(encoder_card)
-        self._pipeline = TextToEmbeddingModelPipeline(
-            encoder, tokenizer, device=device, dtype=dtype
-        )
+        log.info("%s: loading %s", self.name, self.checkpoint)
         folder = model_folder(self.checkpoint, (CHECKPOINT_FILE,), "BLASER checkpoint")
-        blaser_card = AssetCard(
+        card = AssetCard(
             f"{self.card}:{self.checkpoint}",
             {"checkpoint": (folder / CHECKPOINT_FILE).resolve().as_uri(), **model_config(folder)},
-            store.retrieve_card(self.card),
+            get_asset_store().retrieve_card(self.card),
         )
+        device = torch.device(resolve_device(self.device))
         try:
-            model = load_model(blaser_card, device=device, dtype=torch.float32)
+            model = load_model(card, device=device, dtype=torch.float32)
         except AssetCardError as error:
             raise ValueError(
                 f"{self.name}: {self.checkpoint} does not load as a model of {self.card}'s "
@@ -246,7 +197,94 @@ class Blaser:
         if not isinstance(model, BlaserModel):
             raise TypeError(f"{self.name}: {self.checkpoint} is not a BLASER model")
         self._model = model.eval()
-        return self._pipeline, self._model
+        return self._model
+
+
+class SentenceEmbeddings:
+    """SONAR embeddings of one job's sentences: the encoder loaded once, on its first use, and
+    each distinct source and reference sentence embedded once (`embed`)."""
+
+    def __init__(self, encoder: str, batch_size: int, device: str, dtype: str) -> None:
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.device = device
+        self.dtype = dtype
+        self._pipeline: Any = None
+        self.kept: dict[tuple[str, str], Any] = {}
+        """(SONAR code, sentence) -> embedding, of every source and reference embedded."""
+        self.recent: dict[tuple[str, str], Any] = {}
+        """The translations of the last call (the other form scores the same direction)."""
+        self.embedded = 0
+        """Sentences sent to the encoder (each distinct one once)."""
+
+    def embed(self, texts: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, Any]:
+        """Each role's (SONAR code, sentence) pairs -> their embeddings, stacked in order.
+
+        Sentences already embedded in this job are not embedded again; those still missing go
+        to the encoder once each, one `predict` call per language (translations and
+        references of a language together), which sorts them by length into batches. Sources
+        and references are kept for the rest of the job (4 KB a sentence in float32: 3.5 MB
+        per language of 854 sentences), translations until the next call.
+        """
+        import torch
+
+        found: dict[tuple[str, str], Any] = {}
+        missing: dict[str, list[str]] = {}
+        for pairs in texts.values():
+            for pair in pairs:
+                if pair in found:
+                    continue
+                known = self.kept.get(pair)
+                if known is None:
+                    known = self.recent.get(pair)
+                found[pair] = known
+                if known is None:
+                    missing.setdefault(pair[0], []).append(pair[1])
+        for code, sentences in missing.items():
+            embedded = self.pipeline().predict(
+                sentences,
+                source_lang=code,
+                batch_size=self.batch_size,
+                target_device=torch.device("cpu"),
+            )
+            found.update(zip(((code, text) for text in sentences), embedded, strict=True))
+            self.embedded += len(sentences)
+        for role in ("src", "ref"):
+            self.kept.update((pair, found[pair]) for pair in texts.get(role, ()))
+        self.recent = {pair: found[pair] for pair in texts.get("mt", ())}
+        return {role: torch.stack([found[pair] for pair in pairs]) for role, pairs in texts.items()}
+
+    def pipeline(self) -> Any:
+        """sonar-space's `TextToEmbeddingModelPipeline` of the encoder, loaded on the first call:
+        offline, on the device, in the dtype."""
+        if self._pipeline is not None:
+            return self._pipeline
+        import torch
+        from fairseq2.assets import AssetCard, get_asset_store
+        from fairseq2.data.tokenizers import load_tokenizer
+        from fairseq2.models import load_model
+        from sonar.inference_pipelines.text import TextToEmbeddingModelPipeline
+
+        log.info("SONAR text encoder: loading %s (%s)", self.encoder, self.dtype)
+        folder = model_folder(self.encoder, ENCODER_FILES, "SONAR text encoder")
+        card = AssetCard(
+            f"{ENCODER_CARD}:{self.encoder}",
+            {
+                "checkpoint": (folder / ENCODER_FILES[0]).resolve().as_uri(),
+                "tokenizer": (folder / ENCODER_FILES[1]).resolve().as_uri(),
+                **model_config(folder),
+            },
+            get_asset_store().retrieve_card(ENCODER_CARD),
+        )
+        on = {"device": torch.device(self.device), "dtype": getattr(torch, self.dtype)}
+        self._pipeline = TextToEmbeddingModelPipeline(
+            load_model(card, **on), load_tokenizer(card), **on
+        )
+        return self._pipeline
+
+
+_EMBEDDINGS: dict[tuple[str, int, str, str], SentenceEmbeddings] = {}
+"""This process's (a job's) embeddings, by encoder, batch size, device and dtype."""
 
 
 def model_config(folder: Path) -> dict[str, Any]:
