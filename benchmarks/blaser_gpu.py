@@ -40,7 +40,7 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
-from measuring import environment, markdown_table, timed, write_json  # noqa: E402
+from measuring import environment, markdown_table, plan_record, timed, write_json  # noqa: E402
 
 from bouquet_eval.metrics.blaser import _EMBEDDINGS, Blaser, BlaserQE, model_config  # noqa: E402
 from tests.blaser_checkpoints import build_all  # noqa: E402
@@ -147,7 +147,15 @@ def main() -> None:
         embedded[0] = 0
         took, readme = timed(device, lambda: [score(rows) for rows in directions])
         reference = {n: [v for part in readme for v in part[n]] for n in ("blaser", "blaser_qe")}
-        plans.append(_plan(f"README pipeline, batch {batches[0]}", took, segments, embedded[0]))
+        plans.append(
+            plan_record(
+                f"README pipeline, batch {batches[0]}",
+                took,
+                segments,
+                embedded=embedded[0],
+                max_difference=None,
+            )
+        )
         for batch in batches:
             _EMBEDDINGS.clear()  # a job of its own: its encoder loaded anew, nothing embedded
             ours = [
@@ -174,7 +182,15 @@ def main() -> None:
                 )
             )
             embedded_sentences = ours[0].embeddings().embedded
-            plans.append(_plan(f"ours, batch {batch}", took, segments, embedded_sentences, largest))
+            plans.append(
+                plan_record(
+                    f"ours, batch {batch}",
+                    took,
+                    segments,
+                    embedded=embedded_sentences,
+                    max_difference=largest,
+                )
+            )
         print(markdown_table(
             ["plan", "seconds", "segments/s", "sentences embedded", "peak GiB", "max |diff|"],
             [[p["plan"], f"{p['seconds']:.2f}", f"{p['segments_per_s']:.1f}", p["embedded"],
@@ -188,21 +204,6 @@ def main() -> None:
 
 def score_all(metrics: list[Blaser], directions: list[Any]) -> list[list[Any]]:
     return [[metric.score(rows) for metric in metrics] for rows in directions]
-
-
-def _plan(
-    name: str, took: Any, segments: int, embedded: int, largest: float | None = None
-) -> dict[str, Any]:
-    print(f"{name}: {took.seconds:.2f} s, {segments / took.seconds:.1f} segments/s", flush=True)
-    return {
-        "plan": name,
-        "segments": segments,
-        "seconds": took.seconds,
-        "segments_per_s": segments / took.seconds,
-        "embedded": embedded,
-        "peak_gib": took.peak_gib,
-        "max_difference": largest,
-    }
 
 
 if __name__ == "__main__":

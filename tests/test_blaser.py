@@ -57,17 +57,6 @@ SONAR_OF_THE_SAMPLE = {
 README_TOLERANCE = 1e-5
 
 
-@pytest.fixture(scope="session")
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread (as in tests/test_comet.py)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(autouse=True)
 def new_job() -> Iterator[None]:
     """Each test a job of its own: no embeddings, no encoder left by another."""

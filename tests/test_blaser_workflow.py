@@ -10,15 +10,13 @@ sonar-space's own README pipeline on the same rows (tests/blaser_reference.py), 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from .blaser_reference import readme_scores
-from .conftest import REPOSITORY, SAMPLE, Workflow
+from .conftest import REPOSITORY, SAMPLE, Workflow, built_in
 from .test_command import command
 from .test_metric_records import planned_rules
 from .workflow_configs import bounds_config
@@ -40,19 +38,7 @@ if not BLASER_PYTHON.exists():
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("blaser")
-    build = (
-        "import json, sys; from pathlib import Path; from tests.blaser_checkpoints import "
-        "build_all; print(json.dumps({k: str(v) for k, v in build_all(Path(sys.argv[1])).items()}))"
-    )
-    built = subprocess.run(
-        [str(BLASER_PYTHON), "-c", build, str(folder)],
-        cwd=REPOSITORY,
-        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(built.stdout.strip().splitlines()[-1])
+    return built_in(BLASER_PYTHON, "tests.blaser_checkpoints", folder)
 
 
 def settings(checkpoints: dict[str, str]) -> dict[str, dict[str, str]]:
