@@ -385,6 +385,10 @@ def part_of(
         entry = data["directions"].get(name)
         if entry is None:
             continue
+        if worst >= WORST_SENTENCES and not abridge:
+            # It holds no more worst sentences than these (`sentences_json`), each kept whole.
+            directions[name] = entry
+            continue
         kept = {model: ids[:worst] for model, ids in entry["worst"].items()}
         wanted = {id for ids in kept.values() for id in ids} | {entry.get("sample")}
         directions[name] = {
