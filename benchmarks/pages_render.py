@@ -22,13 +22,11 @@ pages' sizes.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -148,18 +146,6 @@ def child(kind: str, output: Path, count: int, target: Path) -> None:
     print(json.dumps(turn))
 
 
-def package(reference: str, folder: Path) -> Path:
-    """The package of the commit `reference`, read from git into `folder`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "archive", reference, "scripts/bouquet_eval"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
-    return folder / "scripts"
-
-
 def in_child(scripts: Path, kind: str, output: Path, count: int) -> dict[str, float]:
     target = Path(tempfile.mkdtemp(prefix=f"pages-{kind}-"))
     command = [
@@ -197,6 +183,8 @@ def main() -> None:
         return
 
     sys.path[:0] = [str(REPOSITORY / "scripts"), str(REPOSITORY)]
+    from measuring import extract_package
+
     from bouquet_eval.results.extracts import EXTRACT_FILE
     from tests.synthetic import bouquet_shaped_directions, write_shaped_run
     from tests.test_metaeval import correlations_at_scale
@@ -211,10 +199,10 @@ def main() -> None:
         write_shaped_run(workdir, models, arguments.sentences, directions)
     correlations_at_scale(directions).to_csv(workdir / "correlations.csv", index=False)
     sides = {
-        "old": package(arguments.old, Path(tempfile.mkdtemp(prefix="pages-old-"))),
+        "old": extract_package(arguments.old, Path(tempfile.mkdtemp(prefix="pages-old-"))),
         "new": REPOSITORY / "scripts"
         if arguments.new is None
-        else package(arguments.new, Path(tempfile.mkdtemp(prefix="pages-new-"))),
+        else extract_package(arguments.new, Path(tempfile.mkdtemp(prefix="pages-new-"))),
     }
     for kind in ("pages", "report"):
         turns: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
