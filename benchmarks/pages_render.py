@@ -12,7 +12,10 @@ package is the new side). Then, in turns (old, new, old, new, ...), each in a fr
 process that imports one of the two packages:
 - `pages`: the HTML alone: the leaderboard, results, sentences, run and "Which metric to
   trust" pages from the data each version computes for them (computed before the clock
-  starts);
+  starts), as a job renders them: the first pages it renders, the template engine imported
+  and the templates compiled on the way;
+- `pages-warm`: the same with the engine imported and the templates compiled before the clock
+  starts: the rendering work alone, without the cost a job pays once;
 - `report`: everything the leaderboard job adds to the report, as `report.write_figures`
   does it (statistics against the baseline, figures, pages).
 Prints each turn's wall and CPU seconds, the medians, the new code's over the old's, and the
@@ -117,6 +120,11 @@ def child(kind: str, output: Path, count: int, target: Path) -> None:
     # forest plot's), which both sides pay alike.
     import matplotlib.figure  # noqa: F401
 
+    if templated and kind == "pages-warm":
+        rendering = module("bouquet_eval.results.rendering")
+        for template in rendering.TEMPLATES.glob("*.html"):
+            rendering._environment().get_template(template.name)
+
     ordered = list(board["model"])
     scores = {r.name: r.scores for r in results}
     statistics_ = {r.name: r.statistics(COLUMNS, resampling) for r in results}
@@ -204,7 +212,7 @@ def main() -> None:
         if arguments.new is None
         else extract_package(arguments.new, Path(tempfile.mkdtemp(prefix="pages-new-"))),
     }
-    for kind in ("pages", "report"):
+    for kind in ("pages", "pages-warm", "report"):
         turns: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
         for number in range(arguments.rounds):
             for side, scripts in sides.items():
