@@ -11,6 +11,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from bouquet_eval.data.dataset import Direction
+from bouquet_eval.metrics.records import MetricSet, record_of
 from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import (
     MISSING,
@@ -87,6 +89,46 @@ def test_metricx_ranks_lower_first_and_the_composite_comes_first() -> None:
     assert board["model"].tolist() == ["best", "worse"]
     assert board["metricx"].iloc[0] < board["metricx"].iloc[1]
     assert "metricx ↓" in markdown_table(board, {"metricx"})
+
+
+def test_a_target_ranks_by_distance_to_it() -> None:
+    """A column whose record declares its best value (a length ratio's 1): the models closest
+    to it first, and clustered by their distances (equally far above and below: one
+    cluster), where higher-is-better would rank the farthest first."""
+    center = synthetic_model("center", shift=0, noise=0, seed=0)
+    target = float(center.scores["chrfpp"].mean())
+    results = [
+        synthetic_model("far", shift=8, noise=1, seed=1),
+        synthetic_model("above", shift=1, noise=1, seed=2),
+        synthetic_model("below", shift=-1, noise=1, seed=3),
+    ]
+    plain = build_leaderboard(results, ["chrfpp"], set(), SMALL)
+    assert plain["model"].iloc[0] == "far" and plain["cluster"].tolist() == [1, 2, 3]
+    board = build_leaderboard(results, ["chrfpp"], set(), SMALL, targets={"chrfpp": target})
+    assert set(board["model"].iloc[:2]) == {"above", "below"} and board["model"].iloc[2] == "far"
+    distance = (board["chrfpp"] - target).abs()
+    assert distance.is_monotonic_increasing and board["rank"].tolist() == [1, 2, 3]
+    assert board["cluster"].tolist() == [1, 1, 2]
+    assert board["p_vs_best"].iloc[1] >= 0.05 > board["p_vs_best"].iloc[2]
+    table = markdown_table(board, set())
+    assert f"chrfpp →{target:g}" in table and f"(closest to {target:g} is best)" in table
+    # A metric of one's own declares it as the records do.
+    assert record_of("own", OwnMetric()).targets == {"ratio": 1.0}
+    assert MetricSet.of(["chrf", "metricx", "glotlid"], {}).decimals() == {
+        "chrfpp": 2,
+        "metricx": 2,
+        "glotlid_score": 3,
+        "glotlid_x_metricx": 3,
+    }
+
+
+class OwnMetric:
+    """A length ratio."""
+
+    name = "own"
+    columns = ("ratio",)
+    targets: ClassVar[dict[str, float]] = {"ratio": 1.0}
+    decimals = 2
 
 
 def test_models_on_other_directions_are_marked_not_ranked() -> None:
