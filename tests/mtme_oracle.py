@@ -183,7 +183,7 @@ def mtme_statistics(checkout: Path) -> dict[str, Any]:
         stats = importlib.import_module("mt_metrics_eval.stats")
     finally:
         sys.path.remove(str(checkout))
-    if not Path(stats.__file__).resolve().is_relative_to(checkout.resolve()):
+    if not Path(str(stats.__file__)).resolve().is_relative_to(checkout.resolve()):
         raise RuntimeError(f"mt_metrics_eval was imported from {stats.__file__}, not {checkout}")
     found: dict[str, Any] = {}
     for name, (table, scores) in tables().items():

@@ -1,7 +1,8 @@
-"""Paired permutation tests of two metrics' agreement with people, as MTME's PermutationSigDiff.
+"""Paired permutation tests of two metrics' agreement with people, after MTME's PermutationSigDiff.
 
 Each trial swaps the two metrics' standardized scores of a random half of the segments; p is
-the share of trials, the observed one counted, whose difference is at least the observed.
+the share of trials, the observed one counted, whose difference is at least the observed (MTME
+counts the trials alone, and stops early once p is clearly small or large).
 
 A trial's swapped metric takes each row's score from one metric or the other: it is the
 statistic of both metrics' rows (`weighted_agreement.SegmentedRows`), weighted 1 where taken
