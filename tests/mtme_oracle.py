@@ -64,15 +64,6 @@ TWO_SYSTEMS = "hin_Deva-eng_Latn"
 SYSTEMS = ("sys-a", "sys-b", "sys-c", "sys-d", "sys-e")
 SEGMENTS = 40
 METRICS = ("continuous", "decimal", "integer", "gappy")
-STATISTICS = (
-    "pearson",
-    "spearman",
-    "kendall",
-    "acc_eq",
-    "acc_eq_epsilon",
-    "system_pearson",
-    "system_accuracy",
-)
 ENGLISH = "eng_Latn"
 
 
