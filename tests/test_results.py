@@ -387,7 +387,7 @@ def test_a_full_run_at_a_pinned_commit_has_eval_results_per_metric(
 ) -> None:
     """BOUQuET's whole test split (the sample, as the Hub stand-in serves it) at a pinned commit:
     one eval-results file per metric, which huggingface_hub reads back with each metric told
-    apart by its task id, at that commit; none for the reference point beside it."""
+    apart by its task id, at that commit (a reference point has none: the sample run's test)."""
     from huggingface_hub import parse_eval_result_entries
 
     mine = tmp_path / "mine"
@@ -407,10 +407,8 @@ def test_a_full_run_at_a_pinned_commit_has_eval_results_per_metric(
                 "shards": 1,
                 "metrics": ["chrf", "bleu", "ter"],
                 "resources": SMALL_JOBS,
-                "models": [
-                    {"name": "mine", "translator": "provided", "path": str(mine)},
-                    {"name": "copy-source", "translator": "copy-source"},
-                ],
+                "statistics": {"bootstrap_resamples": 20},
+                "models": [{"name": "mine", "translator": "provided", "path": str(mine)}],
             }
         )
         workflow.run("submission", env=hub.environment(tmp_path / "hf", token="hf_reader"))
@@ -439,9 +437,6 @@ def test_a_full_run_at_a_pinned_commit_has_eval_results_per_metric(
         assert entry.notes.endswith(f"signature {signatures[metric[column]]}")
     note = (folder / "EVAL_RESULTS.txt").read_text()
     assert f"at commit {commit}" in note and "eval_results_chrfpp.yaml" in note
-    bound = workflow.workdir / "runs" / "submission" / "copy-source"
-    assert not list(bound.glob("eval_results_*.yaml"))
-    assert "is a reference point" in (bound / "EVAL_RESULTS.txt").read_text()
 
 
 def test_verify_passes_then_names_what_differs(run: Workflow) -> None:
