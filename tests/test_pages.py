@@ -342,7 +342,11 @@ class Tab:
         self.firefox = isinstance(page, browser.FirefoxPage)
 
     async def open(self, url: str) -> None:
+        """The page at `url`, once loaded (Chromium's navigation returns before: a large page's
+        script element would be read half parsed)."""
+        await self.value("window.previous = true")  # what marks the page navigated from
         await self.page.open(url)
+        await self.wait("window.previous === undefined && document.readyState === 'complete'")
 
     async def value(self, expression: str, frame: Any = None) -> Any:
         return await self.page.evaluate(expression, frame)
@@ -399,7 +403,14 @@ def any_sentence(kind: str, payload: str) -> list[str]:
 async def check_sentences_page(tab: Tab, run: HostileRun, where: str, frame: Any = None) -> None:
     """Every direction of a sentences page: its texts as they were written (the longest cut:
     the 100 kB lines would not fit in the report), its worst sentences, its ids."""
-    data = json.loads(await tab.wait("document.getElementById('data').textContent", frame))
+    # Once the page's script ran: its data element parsed whole.
+    data = json.loads(
+        await tab.wait(
+            "document.getElementById('app').dataset.direction !== undefined &&"
+            " document.getElementById('data').textContent",
+            frame,
+        )
+    )
     assert sorted(data["directions"]) == sorted(DIRECTIONS), where
     # Long texts are cut before worst sentences are left out (with ids of 100 kB, each
     # sentence's kept whole, the page holds one worst sentence per model).

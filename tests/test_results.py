@@ -110,6 +110,8 @@ def test_a_target_ranks_by_distance_to_it() -> None:
     assert board["p_vs_best"].iloc[1] >= 0.05 > board["p_vs_best"].iloc[2]
     table = markdown_table(board, set())
     assert f"chrfpp →{target:g}" in table and f"(closest to {target:g} is best)" in table
+    page = leaderboard_page(board, set())
+    assert f"<th>chrfpp →{target:g}</th>" in page and f"(closest to {target:g} is best)" in page
     # A metric of one's own declares it as the records do.
     assert record_of("own", OwnMetric()).targets == {"ratio": 1.0}
     assert MetricSet.of(["chrf", "metricx", "glotlid"], {}).decimals() == {
@@ -638,3 +640,22 @@ def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     colours = {float(text.get_text()): text.get_color() for text in axes.texts}
     # The best cell is the bright end of the scale, the worst the dark end.
     assert colours == {good: "black", bad: "white"}
+
+
+def test_a_heatmap_of_a_column_with_a_target_is_lightest_at_it() -> None:
+    """Closest to the target is best: the target the light middle of a diverging scale, equal
+    distances above and below it equally far from the middle."""
+    from bouquet_eval.results.figures import heatmap
+
+    scores = pd.DataFrame(
+        {"src_lang": ["eng_Latn", "fra_Latn", "eng_Latn"],
+         "tgt_lang": ["fra_Latn", "eng_Latn", "deu_Latn"], "ratio": [1.0, 1.6, 0.4]}
+    )  # fmt: skip
+    axes = heatmap(scores, "ratio", "m", set(), {"ratio": 1.0}).axes[0]
+    (cells,) = axes.collections
+    norm = cells.norm
+    assert norm(1.0) == pytest.approx(0.5)
+    assert norm(1.6) - 0.5 == pytest.approx(0.5 - norm(0.4)) and norm(1.6) == pytest.approx(1.0)
+    colours = {float(text.get_text()): text.get_color() for text in axes.texts}
+    assert colours == {1.0: "black", 1.6: "white", 0.4: "white"}
+    assert "(closest to 1 is best)" in axes.get_title()

@@ -198,6 +198,42 @@ async def _report_pages(report: Path, scratch: Path) -> None:
         numbers = [cell for cell in json.loads(cells) if re.fullmatch(r"-?\d+\.\d+", cell)]
         assert numbers and all(re.fullmatch(r"-?\d+\.\d", cell) for cell in numbers), cells
         assert page.errors == []
+        # A column whose best value is a target: labelled so, sorted by the distance to it,
+        # and judged against the baseline by it.
+        data["targets"] = {"metricx": 5.0}
+        variant.write_text(results_page(data), encoding="utf-8")
+        await page.open(variant.as_uri())
+        shown = json.loads(
+            await page.wait_for(
+                "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify(["
+                "document.querySelector('select[data-control=metric]').selectedOptions[0].text,"
+                f" {TABLE}.getData('active').map(r => r.into)])"
+            )
+        )
+        assert shown[0] == "metricx (closest to 5 is best)"
+        distances = [abs(v - 5) for v in shown[1] if v is not None]
+        assert len(distances) > 100 and distances == sorted(distances)
+        await page.evaluate("document.querySelector('button[data-view=versus]').click()")
+        rows = json.loads(
+            await page.wait_for(
+                "document.getElementById('app').dataset.view === 'versus' &&"
+                " document.querySelectorAll('.tabulator-row').length > 10 &&"
+                f" JSON.stringify({TABLE}.getData('active').map(r => [r.direction, r.q,"
+                " r.verdict]))"
+            )
+        )
+        versus = data["versus"]
+        system = next(iter(versus["systems"]))
+        position = {f"{s}-{t}": i for i, (s, t, _) in enumerate(data["directions"])}
+        verdicts = set()
+        for direction, q, verdict in rows:
+            base = data["scores"]["metricx"][versus["baseline"]][0][position[direction]]
+            own = data["scores"]["metricx"][system][0][position[direction]]
+            if q is not None and q < 0.05:
+                assert verdict == ("better" if abs(own - 5) < abs(base - 5) else "worse")
+                verdicts.add(verdict)
+        assert verdicts == {"better", "worse"}, rows[:5]
+        assert page.errors == []
 
         await page.open((report / "sentences-1.html").as_uri())
         shown = await page.wait_for(

@@ -52,7 +52,11 @@ def write_svg(path: Path, figure: Figure) -> None:
     write_text(path, svg_text(figure))
 
 
-def better(column: str, lower: set[str]) -> str:
+def better(column: str, lower: set[str], targets: Mapping[str, float] | None = None) -> str:
+    """Which of a column's values is best: the lowest, the highest, or its target's
+    (`MetricRecord.targets`)."""
+    if targets and column in targets:
+        return f"closest to {targets[column]:g} is best"
     return "lower is better" if column in lower else "higher is better"
 
 
@@ -87,9 +91,16 @@ def dense_languages(scores: pd.DataFrame, limit: int) -> list[str]:
     return [code for code in codes if code in kept]
 
 
-def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> Figure:
+def heatmap(
+    scores: pd.DataFrame,
+    column: str,
+    model: str,
+    lower: set[str],
+    targets: Mapping[str, float] | None = None,
+) -> Figure:
     """Source x target matrix of a model's direction means on one metric, among the
-    `HEATMAP_LANGUAGES` languages most paired with each other (`dense_languages`)."""
+    `HEATMAP_LANGUAGES` languages most paired with each other (`dense_languages`); a column
+    with a target (`targets`) coloured by the distance to it (`colour_scale`)."""
     every = language_order(scores)
     languages = dense_languages(scores, HEATMAP_LANGUAGES)
     shown = scores["src_lang"].isin(languages) & scores["tgt_lang"].isin(languages)
@@ -102,11 +113,7 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     size = max(4.0, INCH_PER_LANGUAGE[annotated] * len(languages) + 2.5)
     figure = _figure(size + 1.2, size)
     axes = figure.add_subplot()
-    # One colour scale for "better" whatever the metric's direction: bright is good.
-    colours = "viridis_r" if column in lower else "viridis"
-    # A metric with a fixed range has it as its colour scale, so that heatmaps of different
-    # models can be compared by eye.
-    low, high = builtin_ranges().get(column, (None, None))
+    colours, (low, high) = colour_scale(matrix, column, lower, targets or {})
     # One vector square per evaluated direction (an image would blur when zoomed into).
     from matplotlib.collections import PolyCollection
 
@@ -133,7 +140,7 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
         else f"\n{int(shown.sum())} of {len(shown)} directions: the {len(languages)} most paired "
         "languages"
     )
-    axes.set_title(f"{model}: {column} per direction ({better(column, lower)}){subset}")
+    axes.set_title(f"{model}: {column} per direction ({better(column, lower, targets)}){subset}")
     if annotated:
         scale = float(np.nanmax(np.abs(matrix), initial=0))
         for (row, col), value in np.ndenumerate(matrix):
@@ -151,14 +158,36 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     return figure
 
 
+def colour_scale(
+    matrix: np.ndarray, column: str, lower: set[str], targets: Mapping[str, float]
+) -> tuple[str, tuple[float | None, float | None]]:
+    """A heatmap's colour map and limits (None: the values' own). Bright is good whatever the
+    metric's direction. A metric with a fixed range has it as its limits, so that heatmaps of
+    different models can be compared by eye. A column with a target is drawn in a diverging
+    map whose light middle is the target, its limits as far from it on either side (the
+    farther of the range's ends, or of the values), so that equal distances look alike."""
+    low, high = builtin_ranges().get(column, (None, None))
+    if column not in targets:
+        return ("viridis_r" if column in lower else "viridis"), (low, high)
+    target = targets[column]
+    ends = [low, high] if low is not None and high is not None else matrix[np.isfinite(matrix)]
+    reach = float(np.max(np.abs(np.asarray(ends, dtype=float) - target), initial=0.0))
+    reach = reach or 1.0  # every value on the target: a scale still
+    return "RdBu", (target - reach, target + reach)
+
+
 def text_colour(background: Sequence[float]) -> str:
-    """Black on a light cell (the bright end of viridis), white on a dark one."""
+    """Black on a light cell (the bright end of viridis, the middle of RdBu), white on a dark
+    one."""
     red, green, blue, _ = background
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
 def distributions(
-    violins: Mapping[str, dict[str, Any] | None], column: str, lower: set[str]
+    violins: Mapping[str, dict[str, Any] | None],
+    column: str,
+    lower: set[str],
+    targets: Mapping[str, float] | None = None,
 ) -> Figure:
     """Violin plots of sentence scores per model (`violin_of`), with the mean marked."""
     names = list(violins)
@@ -185,7 +214,7 @@ def distributions(
         axes.legend(loc="lower right")
     axes.set_yticks(range(len(names)), names)
     axes.set_ylim(len(names) - 0.5, -0.5)
-    axes.set_xlabel(f"{column} per sentence ({better(column, lower)})")
+    axes.set_xlabel(f"{column} per sentence ({better(column, lower, targets)})")
     axes.set_title(f"Distribution of sentence scores: {column}")
     axes.grid(axis="x", alpha=0.3)
     return figure
@@ -226,7 +255,8 @@ def comparison(
     axes.axvline(0, color="grey", linewidth=0.8)
     axes.set_yticks(range(len(labels)), labels, fontsize=8)
     axes.set_ylim(len(labels) - 0.5, -0.5)
-    axes.set_xlabel(f"{primary}: model minus {best}, per direction ({better(primary, lower)})")
+    how = better(primary, lower, board.attrs.get("targets"))
+    axes.set_xlabel(f"{primary}: model minus {best}, per direction ({how})")
     axes.set_title(f"Paired comparison with the best model, {best}")
     axes.grid(axis="x", alpha=0.3)
     return figure
@@ -304,16 +334,21 @@ def forest_plot(board: pd.DataFrame, lower: set[str]) -> Figure:
     axes.errorbar(means, positions, xerr=errors, fmt="o", capsize=3)
     axes.set_yticks(positions, board["model"])
     axes.set_ylim(len(board) - 0.5, -0.5)
-    axes.set_xlabel(f"{primary}, macro mean with 95% interval ({better(primary, lower)})")
+    how = better(primary, lower, board.attrs.get("targets"))
+    axes.set_xlabel(f"{primary}, macro mean with 95% interval ({how})")
     axes.grid(axis="x", alpha=0.3)
     return figure
 
 
 def write_heatmaps(
-    paths: Mapping[str, Path], scores: pd.DataFrame, model: str, lower: set[str]
+    paths: Mapping[str, Path],
+    scores: pd.DataFrame,
+    model: str,
+    lower: set[str],
+    targets: Mapping[str, float] | None = None,
 ) -> None:
     """One model's heatmaps, one per metric column at its path in `paths`: they need its
     scores alone, so each model's are drawn by its own job, and adding a model draws only its
     own."""
     for column, path in paths.items():
-        write_svg(path, heatmap(scores, column, model, lower))
+        write_svg(path, heatmap(scores, column, model, lower, targets))

@@ -15,6 +15,7 @@ from bouquet_eval.results.leaderboard import (
     ENGLISH_GROUPS,
     MISSING,
     SIGNIFICANCE_LEVEL,
+    best_mark,
     display_scales,
     format_score,
     metric_columns_of,
@@ -43,10 +44,11 @@ def inline_svg(figure: Any) -> Markup:
 def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
     """The leaderboard as an HTML table (mean and interval per metric) and a forest plot."""
     primary = board.attrs["primary"]
+    targets = board.attrs.get("targets", {})
     metrics = metric_columns_of(board)
     scale = display_scales(board)
     head = ["rank", "model", "cluster", "p vs best", "directions", "sentences"]
-    head += [f"{c} {'↓' if c in lower else '↑'}" for c in metrics]
+    head += [f"{c} {best_mark(c, lower, targets)}" for c in metrics]
     # The metric is named in the notes: the headers stay narrow.
     head += [g.replace("_", " ").replace("english", "English") for g in ENGLISH_GROUPS]
     rows = []
@@ -90,7 +92,7 @@ def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:
         rows=rows,
         missing=MISSING,
         primary=primary,
-        better=better(primary, lower),
+        better=better(primary, lower, targets),
         significance=SIGNIFICANCE_LEVEL,
         notes=notes,
         forest=inline_svg(forest_plot(board, lower)),

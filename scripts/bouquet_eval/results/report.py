@@ -64,7 +64,14 @@ def write_figures(
     statistics = {r.name: r.statistics(columns, resampling) for r in results}
     versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
     data = results_data(
-        scores, ordered, columns, lower, primary, versus, board.attrs.get("decimals", {})
+        scores,
+        ordered,
+        columns,
+        lower,
+        primary,
+        versus,
+        board.attrs.get("decimals", {}),
+        board.attrs.get("targets", {}),
     )
     write_text(paths["results"], results_page(data))
     made = None
@@ -80,7 +87,7 @@ def write_figures(
     for part, text in zip(parts, sentences_pages(sentences, parts), strict=True):
         write_text(paths["sentences"][part], text)
     for column, path in paths["distributions"].items():
-        write_svg(path, distributions(violins[column], column, lower))
+        write_svg(path, distributions(violins[column], column, lower, board.attrs.get("targets")))
     write_svg(paths["comparison"], comparison(scores, board, lower))
     write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
     write_text(paths["run"], run_page(run.config, run.manifests))

@@ -90,6 +90,7 @@ def results_data(
     primary: str,
     versus: pd.DataFrame | None,
     decimals: Mapping[str, int] | None = None,
+    targets: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """What the results page draws, as compact JSON-ready lists.
 
@@ -97,7 +98,8 @@ def results_data(
     `directions`; `versus` (see `compare.compare_models`) gives each model's difference from
     the baseline per direction with its raw and corrected p-values; `decimals` each metric's
     decimal places, from its record (`leaderboard.report_decimals`; the built-in metrics'
-    where not given).
+    where not given); `targets` the columns whose best value is a target, with it
+    (`leaderboard.target_columns`): the page sorts and judges them by the distance to it.
     """
     places = {**builtin_decimals(), **(decimals or {})}
     directions = sorted(
@@ -127,6 +129,7 @@ def results_data(
         "models": list(models),
         "metrics": [c for c in columns if c in scores],
         "lower": sorted(lower),
+        "targets": {c: float(t) for c, t in (targets or {}).items() if c in columns},
         "decimals": {c: places.get(c, DEFAULT_DECIMALS) for c in columns},
         "primary": primary,
         "english": ENGLISH,

@@ -4,6 +4,7 @@
   const data = JSON.parse(document.getElementById("data").textContent);
   const app = document.getElementById("app");
   const lower = new Set(data.lower);
+  const targets = data.targets;  // a column whose best value is a target: the closest is best
   const names = data.languages;
   const english = data.english;
   const state = { view: "language", metric: data.primary, model: data.models[0] };
@@ -11,6 +12,27 @@
 
   function decimals(metric) {
     return data.decimals[metric];  // from the metric's record (results.views.results_data)
+  }
+
+  // Whether a column's best values sort first ascending: the lowest, or the closest to a target.
+  function ascending(metric) {
+    return lower.has(metric) || metric in targets;
+  }
+
+  function better(metric) {
+    if (metric in targets) return " (closest to " + targets[metric] + " is best)";
+    return lower.has(metric) ? " (lower is better)" : " (higher is better)";
+  }
+
+  // A column with a target sorts by the distance to it (a missing score the farthest).
+  function sorter(metric) {
+    if (!(metric in targets)) return "number";
+    const distance = (value) =>
+      value === null || value === undefined ? Infinity : Math.abs(value - targets[metric]);
+    return (a, b) => {
+      const [x, y] = [distance(a), distance(b)];
+      return x === y ? 0 : x < y ? -1 : 1;
+    };
   }
 
   function number(value, metric) {
@@ -42,8 +64,9 @@
 
   function scoreColumn(title, field) {
     return {
-      title: title, field: field, formatter: scoreCell, hozAlign: "right", sorter: "number",
-      headerFilter: false, headerSortStartingDir: lower.has(state.metric) ? "desc" : "asc",
+      title: title, field: field, formatter: scoreCell, hozAlign: "right",
+      sorter: sorter(state.metric), headerFilter: false,
+      headerSortStartingDir: ascending(state.metric) ? "desc" : "asc",
       // A title wraps where it breaks (a space, a hyphen): the columns stay narrow.
       headerWordWrap: true, maxWidth: 95,
     };
@@ -145,14 +168,25 @@
   function versusView() {
     const versus = data.versus;
     const triple = versus.systems[state.system];
-    const better = lower.has(versus.metric) ? -1 : 1;
+    // Positive where the model is better than the baseline: a higher score, a lower one, or
+    // one closer to the metric's target.
+    const gain = (position) => {
+      const delta = triple[0][position];
+      if (delta === null) return null;
+      if (!(versus.metric in targets)) return lower.has(versus.metric) ? -delta : delta;
+      const base = score(versus.metric, versus.baseline, position).mean;
+      const own = score(versus.metric, state.system, position).mean;
+      if (base === null || own === null) return null;
+      return Math.abs(base - targets[versus.metric]) - Math.abs(own - targets[versus.metric]);
+    };
     const rows = data.directions.map(([src, tgt, count], position) => {
       const row = directionRow(src, tgt, count);
       row.delta = triple[0][position];
+      row.gain = gain(position);
       row.p = triple[1][position];
       row.q = triple[2][position];
-      row.verdict = row.q === null ? "" : row.q >= 0.05 ? "no significant difference" :
-        row.delta * better > 0 ? "better" : "worse";
+      row.verdict = row.q === null || row.gain === null ? "" :
+        row.q >= 0.05 ? "no significant difference" : row.gain > 0 ? "better" : "worse";
       return row;
     });
     const columns = directionColumns().concat([
@@ -162,7 +196,8 @@
         formatter: (cell) => {
           const value = cell.getValue();
           if (value === null) return "–";
-          const css = value * better > 0 ? "gain" : value * better < 0 ? "loss" : "";
+          const gained = cell.getRow().getData().gain;
+          const css = gained > 0 ? "gain" : gained < 0 ? "loss" : "";
           return element("span", { class: css },
             [(value > 0 ? "+" : "") + number(value, versus.metric)]);
         } },
@@ -179,7 +214,10 @@
       counts.better + " directions better, " + counts.worse + " worse, " +
       (rows.length - counts.better - counts.worse) + " without a significant difference " +
       "(paired bootstrap, Benjamini-Hochberg over the " + rows.length + " directions, 5%).";
-    return { rows: rows, columns: columns, sort: "delta", summary: summary };
+    // The largest gains first, those without a test last.
+    const order = (row) => (row.gain === null ? -Infinity : row.gain);
+    rows.sort((a, b) => order(b) - order(a) || 0);
+    return { rows: rows, columns: columns, sort: null, summary: summary };
   }
 
   const views = {
@@ -217,7 +255,7 @@
     const chosen = [];
     if (state.view !== "versus") {
       chosen.push(select("metric", "metric", data.metrics.map((m) =>
-        [m, m + (lower.has(m) ? " (lower is better)" : " (higher is better)")])));
+        [m, m + better(m)])));
     }
     if (state.view === "language") {
       chosen.push(select("model", "model", data.models.map((m) => [m, m])));
@@ -241,7 +279,8 @@
       nestedFieldSeparator: false,
       // Tabulator puts a title in as HTML; a model's name is text.
       columnDefaults: { titleFormatter: "plaintext" },
-      initialSort: [{ column: view.sort, dir: lower.has(state.metric) ? "asc" : "desc" }],
+      initialSort: view.sort === null ? [] :
+        [{ column: view.sort, dir: ascending(state.metric) ? "asc" : "desc" }],
       placeholder: "No direction of this kind in this run",
     });
     app.dataset.view = state.view;
