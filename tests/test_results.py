@@ -659,3 +659,6 @@ def test_a_heatmap_of_a_column_with_a_target_is_lightest_at_it() -> None:
     colours = {float(text.get_text()): text.get_color() for text in axes.texts}
     assert colours == {1.0: "black", 1.6: "white", 0.4: "white"}
     assert "(closest to 1 is best)" in axes.get_title()
+    # A cell of no direction does not look like one on the target.
+    middle, empty = cells.cmap(norm(1.0)), axes.get_facecolor()
+    assert max(abs(a - b) for a, b in zip(middle[:3], empty[:3], strict=True)) > 0.25

@@ -113,7 +113,7 @@ def heatmap(
     size = max(4.0, INCH_PER_LANGUAGE[annotated] * len(languages) + 2.5)
     figure = _figure(size + 1.2, size)
     axes = figure.add_subplot()
-    colours, (low, high) = colour_scale(matrix, column, lower, targets or {})
+    colours, (low, high), background = colour_scale(matrix, column, lower, targets or {})
     # One vector square per evaluated direction (an image would blur when zoomed into).
     from matplotlib.collections import PolyCollection
 
@@ -128,7 +128,7 @@ def heatmap(
     axes.set_xlim(-0.5, len(languages) - 0.5)
     axes.set_ylim(len(languages) - 0.5, -0.5)
     axes.set_aspect("equal")
-    axes.set_facecolor("#eeeeee")
+    axes.set_facecolor(background)  # where no direction was evaluated
     font = 8 if annotated else max(3.0, 8 - len(languages) / 40)
     axes.set_xticks(range(len(languages)), languages, rotation=90, fontsize=font)
     axes.set_yticks(range(len(languages)), languages, fontsize=font)
@@ -160,20 +160,22 @@ def heatmap(
 
 def colour_scale(
     matrix: np.ndarray, column: str, lower: set[str], targets: Mapping[str, float]
-) -> tuple[str, tuple[float | None, float | None]]:
-    """A heatmap's colour map and limits (None: the values' own). Bright is good whatever the
+) -> tuple[str, tuple[float | None, float | None], str]:
+    """A heatmap's colour map, limits (None: the values' own) and the colour of the cells of
+    no direction, which no value's colour is near. Bright is good whatever the
     metric's direction. A metric with a fixed range has it as its limits, so that heatmaps of
     different models can be compared by eye. A column with a target is drawn in a diverging
     map whose light middle is the target, its limits as far from it on either side (the
-    farther of the range's ends, or of the values), so that equal distances look alike."""
+    farther of the range's ends, or of the values), so that equal distances look alike; its
+    empty cells are a darker grey than the light middle."""
     low, high = builtin_ranges().get(column, (None, None))
     if column not in targets:
-        return ("viridis_r" if column in lower else "viridis"), (low, high)
+        return ("viridis_r" if column in lower else "viridis"), (low, high), "#eeeeee"
     target = targets[column]
     ends = [low, high] if low is not None and high is not None else matrix[np.isfinite(matrix)]
     reach = float(np.max(np.abs(np.asarray(ends, dtype=float) - target), initial=0.0))
     reach = reach or 1.0  # every value on the target: a scale still
-    return "RdBu", (target - reach, target + reach)
+    return "RdBu", (target - reach, target + reach), "#9e9e9e"
 
 
 def text_colour(background: Sequence[float]) -> str:
