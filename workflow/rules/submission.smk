@@ -54,13 +54,13 @@ rule verify_model:
     resources:
         **job_resources("score", score_gpus()),
     params:
+        settings=PLAN.settings("verify"),
+        # The claim and the sentences it is checked against, as they stand: the check reads
+        # them from no input file, so that nothing upstream rewrites the claim first.
+        checked=checked_claim,
         submission=lambda wildcards: CLAIMS[wildcards.model],
         plan=PLAN,
-        python=verify_python(),
-        tolerance=config["verify"]["tolerance"],
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when=verification_inputs,
+        python=Unrecorded(verify_python()),
     script:
         "../../scripts/rules/verify_model.py"
 

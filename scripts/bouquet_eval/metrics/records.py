@@ -120,8 +120,11 @@ class MetricRecord:
     """The licence of its default model, where it has one."""
     settings: Mapping[str, Mapping[str, Any]] | None = None
     """JSON Schema of each setting of its configuration section (named as the metric), with
-    its default: the configuration schema's section of it. None: it takes no settings, and
-    the configuration has no section of its name."""
+    its default and what it can change (`changes`: `[scores]` for what decides its scores,
+    with `jobs` where it also moves its score jobs, as a device does; a setting added by a
+    release names the release, `added`, see bouquet_eval.planning.channel): the configuration
+    schema's section of it. None: it takes no settings, and the configuration has no section
+    of its name."""
 
     def settings_schema(self) -> dict[str, Any]:
         """The configuration section's schema, from `settings`."""
@@ -181,6 +184,8 @@ _DEVICE_SETTING: Mapping[str, Any] = MappingProxyType(
         "type": "string",
         "pattern": "^(auto|cpu|cuda(:[0-9]+)?)$",
         "default": "auto",
+        # Its precision follows the device, and its score jobs hold a GPU or not.
+        "changes": ["jobs", "scores"],
     }
 )
 """A `device` setting: the record's `device_setting`, which decides whether its job holds a
@@ -263,8 +268,14 @@ def _comet(
                 "type": "string",
                 "minLength": 1,
                 "default": default_model,
+                "changes": ["scores"],
             },
-            "batch_size": {"type": "integer", "minimum": 1, "default": 16},
+            "batch_size": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 16,
+                "changes": ["scores"],
+            },
             "device": _DEVICE_SETTING,
             "precision": {
                 "description": "auto (bfloat16 on a GPU that has it, float32 on the CPU), "
@@ -272,6 +283,7 @@ def _comet(
                 "type": "string",
                 "enum": ["auto", "float32", "bfloat16", "float16"],
                 "default": "auto",
+                "changes": ["scores"],
             },
         },
         **facts,
@@ -351,6 +363,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "description": "Hub id or local directory of a MetricX-24 checkpoint.",
                     "type": "string",
                     "default": "google/metricx-24-hybrid-xl-v2p6",
+                    "changes": ["scores"],
                 },
                 "tokenizer": {
                     "description": "Hub id or local directory of its tokenizer (mT5's for "
@@ -358,11 +371,13 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "official pipeline's tokenizer is built.",
                     "type": "string",
                     "default": "google/mt5-xl",
+                    "changes": ["scores"],
                 },
                 "qe": {
                     "description": "Reference-free (quality estimation) scoring.",
                     "type": "boolean",
                     "default": False,
+                    "changes": ["scores"],
                 },
                 "device": _DEVICE_SETTING,
                 "dtype": {
@@ -371,6 +386,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "type": "string",
                     "enum": ["auto", "float32", "bfloat16", "float16"],
                     "default": "auto",
+                    "changes": ["scores"],
                 },
                 "batch_tokens": {
                     "description": "Token budget of a batch (padded length x segments). 16384 "
@@ -380,6 +396,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "type": "integer",
                     "minimum": 1,
                     "default": 16384,
+                    "changes": ["scores"],
                 },
             },
         ),
@@ -404,12 +421,14 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "the Hugging Face hub.",
                     "type": "string",
                     "default": "cis-lmu/glotlid/model_v3.bin",
+                    "changes": ["scores"],
                 },
                 "revision": {
                     "description": "Hub revision of the model file (a pinned commit for "
                     "reproducibility).",
                     "type": ["string", "null"],
                     "default": None,
+                    "changes": ["scores"],
                 },
             },
         ),

@@ -5,7 +5,8 @@ translator's settings beside `name` and `translator`. Everything about a built-i
 follows from its `Backend` record here:
 - the configuration schema of its entries (`model_entry_schema`: which settings, their types
   and defaults, which are required);
-- which settings only change speed (`operational`), so that changing them makes nothing stale;
+- which settings only change speed (`operational`), so that changing them makes nothing stale,
+  and so what each setting can change (`Setting.changes`, bouquet_eval.planning.channel);
 - the environment its jobs need (`environment`: envs/<name>.yaml), how many GPUs and how many
   CPUs (`cpus`, which decides how many jobs a local run overlaps);
 - what a translate job hands it besides its settings (`request_cache`, `takes_limit`).
@@ -38,14 +39,35 @@ class Setting:
     """The value used when the entry leaves it out; `_REQUIRED` when it may not."""
     operational: bool = False
     """It changes how fast translations come, not what they are."""
+    also: tuple[str, ...] = ()
+    """What else it can change (see `changes`): the run's shape (`jobs`: a folder of files that
+    are the jobs' inputs decides their set of inputs), or the aggregates (the cost of a run
+    through the Batch API)."""
+    added: str | None = None
+    """The release that added it, with a default that reproduces the earlier translations:
+    left out of the settings that decide translations while it holds that default."""
 
     @property
     def required(self) -> bool:
         return self.default == _REQUIRED
 
+    @property
+    def changes(self) -> list[str]:
+        """What it can change (the schema's `changes`, see bouquet_eval.planning.channel)."""
+        return [*self.also, *([] if self.operational else ["translations"])]
 
-def _setting(schema: Mapping[str, Any], default: Any = _REQUIRED, operational: bool = False):
-    return Setting(MappingProxyType(dict(schema)), default, operational)
+    def leaves_out(self, value: Any) -> bool:
+        """Whether `value` stays out of what decides translations (see `added`)."""
+        return self.added is not None and not self.required and value == self.default
+
+
+def _setting(
+    schema: Mapping[str, Any],
+    default: Any = _REQUIRED,
+    operational: bool = False,
+    also: tuple[str, ...] = (),
+):
+    return Setting(MappingProxyType(dict(schema)), default, operational, also)
 
 
 @dataclass(frozen=True)
@@ -109,7 +131,13 @@ _GENERATION = {
 _SEQ2SEQ_SETTINGS = {
     "model": _setting(_MODEL),
     "revision": _setting(_REVISION, None),
-    "device": _setting({"type": "string", "pattern": _DEVICE_PATTERN}, "auto", operational=True),
+    # The report's timing counts the GPUs a model's jobs hold.
+    "device": _setting(
+        {"type": "string", "pattern": _DEVICE_PATTERN},
+        "auto",
+        operational=True,
+        also=("leaderboard",),
+    ),
     "dtype": _setting(_DTYPE, "auto"),
     "batch_size": _setting({"type": "integer", "minimum": 1}, 16, operational=True),
     "num_beams": _setting({"type": "integer", "minimum": 1}, 1),
@@ -144,7 +172,8 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
         ),
         "provided": Backend(
             "bouquet_eval.translators.provided:ProvidedTranslations",
-            {"path": _setting(_STRING)},
+            # Its files are the translate and score jobs' inputs.
+            {"path": _setting(_STRING, also=("jobs",))},
             takes_prompts=False,
             takes_limit=True,
         ),
@@ -166,9 +195,13 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
                     {"type": "number", "exclusiveMinimum": 0}, 60.0, operational=True
                 ),
                 "max_retries": _setting({"type": "integer", "minimum": 0}, 6, operational=True),
-                # Both modes give the same answers from the same server, and share the cache.
+                # Both modes give the same answers from the same server, and share the cache;
+                # the Batch API's discount changes what they cost.
                 "mode": _setting(
-                    {"type": "string", "enum": ["online", "batch"]}, "online", operational=True
+                    {"type": "string", "enum": ["online", "batch"]},
+                    "online",
+                    operational=True,
+                    also=("aggregates",),
                 ),
                 "batch_poll_interval": _setting(
                     {"type": "number", "exclusiveMinimum": 0}, 30.0, operational=True
@@ -187,7 +220,9 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
             {
                 "model": _setting(_MODEL),
                 "revision": _setting(_REVISION, None),
-                "tensor_parallel_size": _setting({"type": "integer", "minimum": 1}, 1),
+                "tensor_parallel_size": _setting(
+                    {"type": "integer", "minimum": 1}, 1, also=("leaderboard",)
+                ),
                 "dtype": _setting(_DTYPE, "auto"),
                 "max_model_len": _setting({"type": ["integer", "null"], "minimum": 1}, None),
                 "gpu_memory_utilization": _setting(
@@ -219,6 +254,7 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "description": "Names the output folder <output_dir>/<name>/.",
             "type": "string",
             "pattern": _NAME_PATTERN,
+            "changes": ["jobs"],
         },
         "translator": {
             "description": (
@@ -228,10 +264,13 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             ),
             "type": "string",
             "anyOf": [{"enum": list(BACKENDS)}, {"pattern": _SPEC_PATTERN}],
+            # The leaderboard reports a reference point's scores as a bound (`Backend.bound`).
+            "changes": ["jobs", "translations", "leaderboard"],
         },
         "translator_kwargs": {
             "description": "Keyword arguments of a translator of your own.",
             "type": "object",
+            "changes": ["translations"],
         },
         "prompt_fn": {
             "description": (
@@ -240,16 +279,20 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             ),
             "type": ["string", "null"],
             "pattern": _SPEC_PATTERN,
+            "changes": ["translations"],
         },
-        "prompt_kwargs": {"type": ["object", "null"]},
+        "prompt_kwargs": {"type": ["object", "null"], "changes": ["translations"]},
         "shards": {
             "description": "Overrides the top-level `shards` for this model.",
             "$ref": "#/$defs/shards",
+            "changes": ["jobs"],
         },
         "gpus": {
             "description": "GPUs one translate job of this model needs (default: by translator).",
             "type": "integer",
             "minimum": 0,
+            # The report's timing counts the GPUs a model's jobs hold.
+            "changes": ["leaderboard"],
         },
         "resources": {
             "description": (
@@ -285,6 +328,8 @@ def model_entry_schema() -> dict[str, Any]:
                         key: {
                             **setting.schema,
                             **({} if setting.required else {"default": setting.default}),
+                            "changes": setting.changes,
+                            **({"added": setting.added} if setting.added else {}),
                         }
                         for key, setting in backend.settings.items()
                     },
@@ -315,6 +360,29 @@ def model_entry_schema() -> dict[str, Any]:
 def backend_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """A built-in translator's settings: the entry's keys that are not the entry's own."""
     return {key: value for key, value in model.items() if key not in ENTRY_PROPERTIES}
+
+
+def deciding_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model entry's translator is built with that decides its translations: its
+    settings but those that only change speed (`operational`) and those a release added that
+    hold the default that reproduces the earlier translations (`Setting.added`)."""
+    backend = BACKENDS.get(model["translator"])
+    arguments = translator_arguments(model)
+    if backend is None:
+        return arguments
+    return {
+        key: value
+        for key, value in arguments.items()
+        if not (key in backend.settings and backend.settings[key].operational)
+        and not (key in backend.settings and backend.settings[key].leaves_out(value))
+    }
+
+
+def operational_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model entry's translator is built with that changes only its speed."""
+    backend = BACKENDS.get(model["translator"])
+    operational = backend.operational if backend else ()
+    return {key: value for key, value in translator_arguments(model).items() if key in operational}
 
 
 def translator_arguments(model: Mapping[str, Any]) -> dict[str, Any]:
