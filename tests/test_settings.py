@@ -227,7 +227,9 @@ def test_every_setting_but_speed_makes_translations_stale(
     if setting.operational:
         assert after.stale_reason() is None
     else:
-        assert after.stale_reason() == "its settings changed"
+        assert after.stale_reason() == f"its settings changed: model.settings.{name} (" + (
+            f"{json.dumps(entry[name])} -> {json.dumps(changed[name])})"
+        )
 
 
 def test_registry_matches_each_translator_class() -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.core.stats import Resampling
-from bouquet_eval.data.dataset import Direction
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -30,7 +29,7 @@ def main(snakemake: SnakemakeJob) -> None:
         plan, settings = snakemake.params.plan, snakemake.params.settings
         output = Path(snakemake.output[0])
         submission = snakemake.params.submission
-        configured = [Direction.parse(name) for name in snakemake.params.checked["directions"]]
+        configured = list(plan.directions)
         folder = output.parent
         if submission is not None:
             # Only scores.csv and the translations of the dataset's directions it lists, under

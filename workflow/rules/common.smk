@@ -262,20 +262,12 @@ CLAIMS = {name: None for name in MODELS} | {
 VERIFIED = [f"{RECEIVED}{name}" for name in PLAN.received] or list(MODELS)
 
 
-def checked_claim(wildcards):
-    """What the check of a model's claim reads besides its settings, none of it from an input
-    file: the digests of the claim and the translations as they stand (a change redoes the
-    check), the configured directions and the dataset they are read from."""
+def claim_digests(wildcards):
+    """Digests of the claim a check reads, and of its translations, as they stand."""
     submission = CLAIMS[wildcards.model]
-    return {
-        "claim": (
-            claim_fingerprint(OUTPUT_DIR / wildcards.model)
-            if submission is None
-            else submission.fingerprint()
-        ),
-        "directions": [direction.name for direction in DIRECTIONS],
-        "dataset": DATASET.identity,
-    }
+    if submission is not None:
+        return submission.fingerprint()
+    return claim_fingerprint(OUTPUT_DIR / wildcards.model)
 
 
 # Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.

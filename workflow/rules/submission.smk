@@ -34,12 +34,14 @@ rule submission:
         [f"{submission_folder(name)}.tar.gz" for name in MODELS],
 
 
-# No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
-# first. `{model}` is a configured model's folder, or received/<name> for a received
-# submission (`submissions`), which is read as data only (bouquet_eval.data.received).
+# The claim is no input: it is checked as it stands, and nothing upstream may rewrite it
+# first; the sentences it is checked against are. `{model}` is a configured model's folder, or
+# received/<name> for a received submission (`submissions`), which is read as data only
+# (bouquet_eval.data.received).
 rule verify_model:
     input:
         once_while_planning,
+        dataset_files(DIRECTIONS),
     output:
         OUTPUT_DIR / "{model}" / "verification.csv",
     log:
@@ -55,9 +57,8 @@ rule verify_model:
         **job_resources("score", score_gpus()),
     params:
         settings=PLAN.settings("verify"),
-        # The claim and the sentences it is checked against, as they stand: the check reads
-        # them from no input file, so that nothing upstream rewrites the claim first.
-        checked=checked_claim,
+        # The digests of the claim as it stands: a changed claim reruns the check.
+        claim=claim_digests,
         submission=lambda wildcards: CLAIMS[wildcards.model],
         plan=PLAN,
         python=Unrecorded(verify_python()),

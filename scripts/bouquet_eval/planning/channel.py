@@ -63,6 +63,9 @@ model's translation settings in its manifest)."""
 SHAPES: Mapping[str, str] = {
     "sentences": "which directions and sentences are evaluated",
     "jobs": "which jobs there are, how they are grouped and where their outputs go",
+    # Snakemake reruns the jobs whose software environment changed ("software-env"); they find
+    # their outputs current, unless a metric's signature (its versions) changed.
+    "environment": "the software environment of the jobs of the section it is in",
 }
 """What a setting can change of the run's shape: it reaches no slice."""
 
@@ -287,6 +290,8 @@ def shared_settings(
         if setting.path[0] in ("models", *MODEL_KEYED):
             continue
         if not set(setting.changes or ()) & set(LEADERBOARD_READS):
+            continue
+        if setting.metric is not None and setting.metric not in config.get("metrics", ()):
             continue
         for where, value in occurrences(config, setting.path):
             if not setting.leaves_out(value):
