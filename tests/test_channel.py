@@ -235,8 +235,8 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     (files / "glotlid.bin").write_bytes(b"a fastText model")
     for given in ("given", "given-copy"):
         (files / given).mkdir()
-        for direction in DIRECTIONS:
-            (files / given / f"{direction}.jsonl").write_text("{}\n", encoding="utf-8")
+        for direction in SAMPLE.glob("*.parquet"):  # every direction, for any selection
+            (files / given / f"{direction.stem}.jsonl").write_text("{}\n", encoding="utf-8")
     judged = sample_judgements()
     for column in (*JUDGED_COLUMNS, "uniq_id"):
         # Each column twice, so that any of metaeval.columns can name another one.
@@ -333,7 +333,12 @@ CHANGED: dict[str, Callable[[Path], Any]] = {
     },
 }
 
-ENTRY_MODELS = {"translator_kwargs": "own", "prompt_kwargs": "own", "name": "copy"}
+ENTRY_MODELS = {
+    "translator_kwargs": "own",
+    "prompt_kwargs": "own",
+    "name": "copy",
+    "translator": "copy",
+}
 """The model a setting of every entry is changed in (by default the vLLM one)."""
 KEYS = {"*": "api", "<^score_[a-z0-9]+_(cpu|gpu)$>": "score_metrics_gpu"}
 """The key a setting of a mapping is changed under."""
@@ -565,7 +570,10 @@ def with_new_settings(monkeypatch: pytest.MonkeyPatch, default: int = 7) -> None
                 }
         return complete
 
+    import bouquet_eval.planning.plan as plan
+
     monkeypatch.setattr(schema, "load_schema", extended)
+    monkeypatch.setattr(plan, "load_schema", extended)
     for backend in BACKENDS.values():
         settings: dict[str, Setting] = backend.settings  # type: ignore[assignment]
         monkeypatch.setitem(settings, NEW, Setting({"type": "integer"}, default, added="9.9.9"))
@@ -631,6 +639,9 @@ def test_every_setting_declares_what_it_can_change() -> None:
     for metric, record in RECORDS.items():
         for key in record.settings or {}:
             assert f"{metric}.{key}" in names
+            # A metric is built with its section as its score jobs receive it: every setting of
+            # it is in their slice, as what decides its scores.
+            assert "scores" in record.settings[key]["changes"], f"{metric}.{key}"
 
 
 def test_a_new_setting_without_its_declaration_is_named() -> None:

@@ -20,6 +20,7 @@ from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder
 from bouquet_eval.command.run import snakemake_arguments
 from bouquet_eval.core.config import ConfigError
 from bouquet_eval.data.dataset import Direction
+from bouquet_eval.planning.channel import Declared
 from bouquet_eval.planning.schema import validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 
@@ -580,3 +581,110 @@ def test_a_folder_name_that_cannot_name_a_model_is_refused(tmp_path: Path) -> No
     result = command(tmp_path, "run", *VLLM, "--output-dir", "runs/my model")
     assert result.returncode == 1
     assert result.stderr.startswith("bouquet-eval: --output-dir 'runs/my model': the folder's")
+
+
+def saved_runs(runs: Path, first: dict, second: dict) -> None:
+    """Two models' runs into `runs`, each with the configuration the command saves."""
+    for config, name in ((first, "first"), (second, "second")):
+        folder = runs / name
+        folder.mkdir(parents=True)
+        entry = {"name": name, "translator": "copy-source"}
+        (folder / SAVED_CONFIG).write_text(
+            yaml.safe_dump({**config, "output_dir": "..", "models": [entry]}), encoding="utf-8"
+        )
+
+
+def run_settings(files: Path) -> dict:
+    """A run's settings besides its model: every metric family, its own metric settings."""
+    from .test_channel import finished_config
+
+    config = finished_config(files)
+    for key in ("models", "prices"):
+        config.pop(key)
+    return config
+
+
+def merge_cases() -> tuple[list[str], list[str]]:
+    """The run-wide settings the leaderboard's jobs read (every metric's among them), and
+    those they do not, from the schema's declarations."""
+    from bouquet_eval.planning.channel import LEADERBOARD_READS, MODEL_KEYED
+
+    from .test_channel import SETTINGS
+
+    shared: list[str] = []
+    apart: list[str] = []
+    for setting in SETTINGS:
+        if setting.path[0] in ("models", *MODEL_KEYED):
+            continue  # a model's own
+        read = set(setting.changes or ()) & set(LEADERBOARD_READS)
+        (shared if read else apart).append(setting.name)
+    return shared, apart
+
+
+SHARED, APART = merge_cases()
+OWN_MODELS = {"compare.baseline": "second", "compare.models": ["second"]}
+"""What these settings take in a run of the model `second` alone."""
+
+
+def changed(setting: Declared, config: dict, folder: Path) -> tuple[tuple, object]:
+    """The setting's place in `config` and another value of it."""
+    from .test_channel import changed_value, value_at, where_of
+
+    where = where_of(setting, config)
+    if setting.name in OWN_MODELS:
+        return where, OWN_MODELS[setting.name]
+    return where, changed_value(setting, value_at(config, where), folder)
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_runs_that_differ_in_what_the_leaderboard_reads_are_refused(
+    tmp_path: Path, name: str
+) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    from .test_channel import SETTINGS, set_at
+
+    setting = next(s for s in SETTINGS if s.name == name)
+    first = run_settings(tmp_path)
+    second = json.loads(json.dumps(first))
+    where, after = changed(setting, second, tmp_path)
+    set_at(second, where, after)
+    saved_runs(tmp_path / "runs", first, second)
+    with pytest.raises(ConfigError) as refused:
+        runs_config(tmp_path / "runs")
+    message = str(refused.value)
+    key = ".".join(map(str, where))
+    runs = tmp_path / "runs"
+    assert message.startswith(f"{runs / 'second'} and {runs / 'first'} differ in {key}: "), message
+    assert json.dumps(after) in message, message
+    assert f"in {runs / 'first' / SAVED_CONFIG}" in message
+
+
+@pytest.mark.parametrize("name", APART)
+def test_runs_that_differ_only_in_what_the_leaderboard_does_not_read_merge(
+    tmp_path: Path, name: str
+) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    from .test_channel import SETTINGS, set_at
+
+    setting = next(s for s in SETTINGS if s.name == name)
+    first = run_settings(tmp_path)
+    second = json.loads(json.dumps(first))
+    set_at(second, *changed(setting, second, tmp_path))
+    saved_runs(tmp_path / "runs", first, second)
+    merged = runs_config(tmp_path / "runs")
+    assert [entry["name"] for entry in merged["models"]] == ["first", "second"]
+    assert merged["output_dir"] == "."
+
+
+def test_merged_runs_keep_each_models_prices(tmp_path: Path) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    first = {"metrics": ["chrf"], "prices": {"first": {"input": 1.0, "output": 2.0}}}
+    second = {"metrics": ["chrf"], "prices": {"second": {"input": 3.0, "output": 4.0}}}
+    saved_runs(tmp_path / "runs", first, second)
+    assert runs_config(tmp_path / "runs")["prices"] == {
+        "first": {"input": 1.0, "output": 2.0},
+        "second": {"input": 3.0, "output": 4.0},
+    }

@@ -378,3 +378,27 @@ def test_stray_temporaries_of_the_outputs_go_and_others_stay(tmp_path: Path) -> 
     assert not any(path.exists() for path in strays)
     assert all(path.exists() for path in others)
     assert remove_stray_temporaries(outputs) == []
+
+
+def test_a_stale_output_names_each_setting_that_changed() -> None:
+    """What a person reads in a dry run: each setting a change, or a release that adds or
+    removes one, makes differ from what an output was made with, with both values."""
+    from bouquet_eval.core.freshness import StaleOutput, describe, settings_change
+
+    recorded = {"model": {"settings": {"temperature": 0.0, "dropped": 1}}, "limit": None}
+    current = {"model": {"settings": {"temperature": 0.5, "added": "x"}}, "limit": None}
+    change = settings_change(recorded, current)
+    assert change == (
+        'model.settings.added (new: "x"); model.settings.dropped (no longer a setting; was 1); '
+        "model.settings.temperature (0.0 -> 0.5)"
+    )
+    stale = [
+        StaleOutput(Path(f"runs/m/{n}.jsonl"), f"its settings changed: {change}") for n in "ab"
+    ]
+    stale.append(StaleOutput(Path("runs/m/c.jsonl"), "its dataset (d.parquet) changed"))
+    lines = describe(stale).splitlines()
+    assert lines[:3] == [
+        "3 existing output(s) are not current and will be rebuilt:",
+        f"  2 because its settings changed: {change}",
+        "  1 because its dataset (d.parquet) changed",
+    ]

@@ -221,34 +221,31 @@ class ResumableOutput:
         write_json(self.sidecar, record)
 
 
-def _leaves(settings: Any, prefix: str = "") -> dict[str, Any]:
-    """The values of nested settings by dotted path (a list is one value)."""
-    if not isinstance(settings, Mapping) or (not settings and prefix):
-        return {prefix: settings}
-    leaves: dict[str, Any] = {}
-    for key, value in settings.items():
-        leaves.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
-    return leaves
-
-
 def _shown(value: Any, width: int = 40) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _differences(before: Any, after: Any, path: str) -> list[str]:
+    if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+        return [] if before == after else [f"{path} ({_shown(before)} -> {_shown(after)})"]
+    found = []
+    for key in sorted(set(before) | set(after), key=str):
+        where = f"{path}.{key}" if path else str(key)
+        if key not in before:
+            found.append(f"{where} (new: {_shown(after[key])})")
+        elif key not in after:
+            found.append(f"{where} (no longer a setting; was {_shown(before[key])})")
+        else:
+            found += _differences(before[key], after[key], where)
+    return found
+
+
 def settings_change(recorded: Any, current: Mapping[str, Any]) -> str:
     """Which settings differ from those an output recorded, with both values: what a person
     reads to know why it is rebuilt (a setting changed, or a release added or removed one)."""
-    before, after = _leaves(recorded if isinstance(recorded, Mapping) else {}), _leaves(current)
-    changed = []
-    for path in sorted(set(before) | set(after)):
-        if path not in before:
-            changed.append(f"{path} (new: {_shown(after[path])})")
-        elif path not in after:
-            changed.append(f"{path} (no longer a setting; was {_shown(before[path])})")
-        elif before[path] != after[path]:
-            changed.append(f"{path} ({_shown(before[path])} -> {_shown(after[path])})")
-    return "; ".join(changed) or "recorded under another digest"
+    before = recorded if isinstance(recorded, Mapping) else {}
+    return "; ".join(_differences(before, current, "")) or "recorded under another digest"
 
 
 def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
