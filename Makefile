@@ -15,6 +15,12 @@ VLLM := $(VLLM_VENV)/.installed
 # package installed without its dependencies (envs/comet-requirements.txt says why each differs).
 COMET_VENV := .venv-comet
 COMET := $(COMET_VENV)/.installed
+# sonar-space 0.5.0 (BLASER 2.0) runs on fairseq2n 0.8.1, which is built against torch 2.9.1
+# alone: a third environment of its own (envs/blaser-requirements.txt says why each pin differs).
+# fairseq2n loads libsndfile when imported; soundfile's wheel carries one, linked where
+# fairseq2n looks for it (the environment's lib/), so that no system package is needed.
+BLASER_VENV := .venv-blaser
+BLASER := $(BLASER_VENV)/.installed
 CORES ?= 2
 # The main environment's tests run in this many pytest-xdist workers: most of them wait on one
 # Snakemake run or server at a time, which leaves a core idle. Each test file runs whole on
@@ -29,7 +35,7 @@ VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 .PHONY: install install-all demo test lint pytest clean slurm-profile schema
 
 install: $(CORE)
-install-all: $(FULL) $(VLLM) $(COMET)
+install-all: $(FULL) $(VLLM) $(COMET) $(BLASER)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +45,9 @@ $(VLLM_VENV)/bin/python:
 
 $(COMET_VENV)/bin/python:
 	$(PYTHON) -m venv $(COMET_VENV)
+
+$(BLASER_VENV)/bin/python:
+	$(PYTHON) -m venv $(BLASER_VENV)
 
 $(CORE): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --editable .
@@ -56,6 +65,13 @@ $(VLLM): pyproject.toml | $(VLLM_VENV)/bin/python
 $(COMET): pyproject.toml envs/comet-requirements.txt | $(COMET_VENV)/bin/python
 	$(COMET_VENV)/bin/python -m pip install --quiet --requirement envs/comet-requirements.txt
 	$(COMET_VENV)/bin/python -m pip install --quiet --no-deps --editable .
+	touch $@
+
+$(BLASER): pyproject.toml envs/blaser-requirements.txt | $(BLASER_VENV)/bin/python
+	$(BLASER_VENV)/bin/python -m pip install --quiet --requirement envs/blaser-requirements.txt
+	$(BLASER_VENV)/bin/python -m pip install --quiet --no-deps --editable .
+	cd $(BLASER_VENV)/lib && ln -sf python3*/site-packages/_soundfile_data/libsndfile_*.so libsndfile.so.1
+	$(BLASER_VENV)/bin/python -c 'import fairseq2n'
 	touch $@
 
 demo: $(CORE)
@@ -79,15 +95,16 @@ lint: $(FULL)
 schema: $(CORE)
 	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
 
-pytest: $(FULL) $(VLLM) $(COMET)
-	$(BIN)/python -m pytest -m "not vllm and not comet" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+pytest: $(FULL) $(VLLM) $(COMET) $(BLASER)
+	$(BIN)/python -m pytest -m "not vllm and not comet and not blaser" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
 	$(COMET_VENV)/bin/python -m pytest -m comet $(PYTEST_ARGS)
+	$(BLASER_VENV)/bin/python -m pytest -m blaser $(PYTEST_ARGS)
 
 test: lint pytest
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(COMET_VENV) .snakemake runs logs
+	rm -rf $(VENV) $(VLLM_VENV) $(COMET_VENV) $(BLASER_VENV) .snakemake runs logs
 
 # `snakemake --profile slurm` looks for the profile in the working directory and in
 # Snakemake's configuration folders, never in profiles/: install it there, once.

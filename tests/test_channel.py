@@ -637,11 +637,11 @@ def test_every_setting_declares_what_it_can_change() -> None:
     from bouquet_eval.metrics.records import RECORDS
 
     for metric, record in RECORDS.items():
-        for key in record.settings or {}:
+        for key, declared in (record.settings or {}).items():
             assert f"{metric}.{key}" in names
             # A metric is built with its section as its score jobs receive it: every setting of
             # it is in their slice, as what decides its scores.
-            assert "scores" in record.settings[key]["changes"], f"{metric}.{key}"
+            assert "scores" in declared["changes"], f"{metric}.{key}"
 
 
 def test_a_new_setting_without_its_declaration_is_named() -> None:

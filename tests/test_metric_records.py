@@ -62,7 +62,8 @@ SCHEMA = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 def test_each_settings_section_is_its_records_and_its_classs(name: str) -> None:
     """The configuration schema's section of a metric is its record's, which names every
     parameter of its class with the class's default (a COMET class's model defaults to its
-    `default_model`); the schema's file writes none of them."""
+    `default_model`, BLASER's checkpoint its `default_checkpoint`); the schema's file writes
+    none of them."""
     record = RECORDS[name]
     written = load_yaml(SCHEMA)["properties"]
     assert name not in written
@@ -73,8 +74,8 @@ def test_each_settings_section_is_its_records_and_its_classs(name: str) -> None:
     assert set(parameters) == set(settings)
     for key, parameter in parameters.items():
         default = parameter.default
-        if default is None and key == "model":
-            default = factory.default_model
+        if default is None:
+            default = getattr(factory, f"default_{key}", None)
         assert settings[key]["default"] == default, key
 
 

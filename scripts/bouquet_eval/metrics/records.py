@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.environment import cached_commit, hub_model
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.hub import HubFiles
+from bouquet_eval.metrics.sonar_languages import SONAR_LANGUAGES, refusal
 from bouquet_eval.metrics.training_languages import (
     MT5_LANGUAGES,
     XLMR_LANGUAGES,
@@ -116,6 +118,9 @@ class MetricRecord:
     is known otherwise (`coverage`)."""
     coverage: str = ""
     """How its coverage of languages is known when no list says (the docs' table)."""
+    refuses: Callable[[Mapping[str, Any], str], str | None] | None = None
+    """Why it cannot score sentences of a language (a BOUQuET code) with its settings, None
+    when it can: a direction with such a language is refused before any job starts."""
     licence: str = ""
     """The licence of its default model, where it has one."""
     settings: Mapping[str, Mapping[str, Any]] | None = None
@@ -290,6 +295,104 @@ def _comet(
     )
 
 
+def _blaser_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
+    """The SONAR text encoder's checkpoint and tokenizer, and the BLASER checkpoint: each a
+    local folder, or those files of a Hub repository."""
+    from bouquet_eval.metrics.blaser import CHECKPOINT_FILE, ENCODER_FILES
+
+    models = []
+    for setting, files in (("encoder", ENCODER_FILES), ("checkpoint", (CHECKPOINT_FILE,))):
+        spec = settings[setting]
+        if Path(spec).expanduser().exists():
+            models.append(ModelFiles(setting, spec))
+        else:
+            models += [ModelFiles(setting, spec, filename=name) for name in files]
+    return tuple(models)
+
+
+def _blaser_refuses(settings: Mapping[str, Any], code: str) -> str | None:
+    return refusal(code, settings.get("languages") or {})
+
+
+def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any) -> MetricRecord:
+    """A form of BLASER 2.0: sonar-space in its own environment, a GPU unless `device: cpu`,
+    SONAR's text encoder and a BLASER checkpoint."""
+    from bouquet_eval.metrics.blaser import DEFAULT_BATCH_SIZE, DEFAULT_ENCODER
+
+    return MetricRecord(
+        name,
+        f"bouquet_eval.metrics.blaser:{factory}",
+        summary,
+        (name,),
+        ranges={name: (1, 5)},
+        # bfloat16 against float32 (docs/metrics-blaser.md); float32 on two machines agree
+        # to about 1e-6.
+        tolerances={name: 0.05},
+        environment="blaser",
+        device_setting="device",
+        # The encoder's computation on the CPU; tokenizing and batching beside a GPU.
+        cpus=4,
+        cpus_beside_gpu=2,
+        models=_blaser_models,
+        signature_fields=(
+            "encoder",
+            "encoder_commit",
+            "checkpoint",
+            "checkpoint_commit",
+            "dtype",
+            "sonar",
+            "fairseq2",
+        ),
+        training_languages=SONAR_LANGUAGES,
+        refuses=_blaser_refuses,
+        licence="CC BY-NC 4.0",
+        settings={
+            "encoder": {
+                "description": "Hub repository of the SONAR text encoder (sonar_text_encoder.pt "
+                "and sentencepiece.source.256000.model), or a local folder holding them.",
+                "type": "string",
+                "minLength": 1,
+                "default": DEFAULT_ENCODER,
+                "changes": ["scores"],
+            },
+            "checkpoint": {
+                "description": "Hub repository of the BLASER 2.0 checkpoint (model.pt), or a "
+                "local folder holding it.",
+                "type": "string",
+                "minLength": 1,
+                "default": checkpoint,
+                "changes": ["scores"],
+            },
+            "batch_size": {
+                "description": "Sentences per batch of the encoder (sorted by length).",
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_BATCH_SIZE,
+                "changes": ["scores"],
+            },
+            "device": _DEVICE_SETTING,
+            "dtype": {
+                "description": "auto (bfloat16 on a GPU, float32 on the CPU), float32, "
+                "bfloat16 or float16: the encoder's (BLASER itself runs in float32).",
+                "type": "string",
+                "enum": ["auto", "float32", "bfloat16", "float16"],
+                "default": "auto",
+                "changes": ["scores"],
+            },
+            "languages": {
+                "description": "BOUQuET codes (with or without glottocode) -> the SONAR code to "
+                "encode their sentences with, for languages SONAR has no code of its own for "
+                "(docs/metrics-blaser.md); scores on them are flagged unseen.",
+                "type": "object",
+                "additionalProperties": {"type": "string", "pattern": "^[a-z]{3}_[A-Z][a-z]{3}$"},
+                "default": {},
+                "changes": ["scores"],
+            },
+        },
+        **facts,
+    )
+
+
 SHARED_ENVIRONMENTS = ("workflow", "metrics")
 """The environments of the workflow's own pins (pyproject.toml's; `metrics` adds its `hf` and
 `lid` extras); a metric whose packages cannot live beside them has one of its own."""
@@ -455,6 +558,19 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             label_columns=("xcomet_error_spans",),
             ranges={"xcomet": (0, 1)},
             tolerance=2.5e-2,
+        ),
+        "blaser": _blaser(
+            "blaser",
+            "Blaser",
+            "BLASER 2.0: a score from SONAR embeddings of source, translation and reference",
+            "facebook/blaser-2.0-ref",
+        ),
+        "blaser_qe": _blaser(
+            "blaser_qe",
+            "BlaserQE",
+            "BLASER 2.0 quality estimation: from SONAR embeddings of source and translation",
+            "facebook/blaser-2.0-qe",
+            reference_free=True,
         ),
     }
 )
@@ -720,6 +836,33 @@ class MetricSet:
                 names.append(name)
         return names
 
+    def refused(self, directions: Sequence[Direction]) -> list[str]:
+        """Per metric that cannot score some of `directions` with its settings (its record's
+        `refuses`), one line naming each language at fault and the directions it is in."""
+        lines = []
+        for name, record in zip(self.names, self.records, strict=True):
+            if record.refuses is None:
+                continue
+            settings = self.settings[name]
+            reasons: dict[str, str | None] = {}
+            refused: dict[str, list[str]] = {}
+            for direction in directions:
+                for code in (direction.src_lang, direction.tgt_lang):
+                    if code not in reasons:
+                        reasons[code] = record.refuses(settings, code)
+                    if reasons[code] is not None:
+                        refused.setdefault(code, []).append(direction.name)
+            if refused:
+                count = len({d for names in refused.values() for d in names})
+                causes = "; ".join(
+                    f"{reasons[code]} ({_some(names)})" for code, names in refused.items()
+                )
+                remedy = "leave them out of `directions`"
+                if "languages" in (record.settings or {}):
+                    remedy += f" or map their languages with `{name}.languages`"
+                lines.append(f"{name} cannot score {count} direction(s): {causes}; {remedy}")
+        return lines
+
     def learned(self) -> list[str]:
         return [
             name
@@ -742,6 +885,11 @@ class MetricSet:
             if learned & set(composite.requires):
                 trained[composite.column] = not unseen & set(composite.requires)
         return trained
+
+
+def _some(names: Sequence[str], shown: int = 3) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def metrics_table() -> str:

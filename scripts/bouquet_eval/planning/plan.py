@@ -45,7 +45,7 @@ from bouquet_eval.data.outputs import (
 from bouquet_eval.data.prefetch import is_local
 from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.metrics.records import RECORDS, MetricSet
 from bouquet_eval.planning.channel import declared_settings, slice_of
 from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import load_schema, plain_config, validate_config
@@ -342,6 +342,8 @@ def load_plan(
                 shards=assign_shards(system_directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
             )
+    scored = [*directions, *(d for m in judged.values() for ds in m.shards.values() for d in ds)]
+    refuse_unscorable(config, scored)
     # As the workflow's rules group them (common.smk): from the metrics as loaded.
     metrics = config["metrics"]
     families = MetricSet.of(metrics, config, load_metrics(metrics, config)).families()
@@ -387,6 +389,15 @@ def plan_slices(
     for stage in STAGES_OF_THE_RUN:
         slices[(stage, None)] = slice_of(config, settings, stage)
     return slices
+
+
+def refuse_unscorable(config: Mapping[str, Any], directions: Sequence[Direction]) -> None:
+    """Before any job: ConfigError naming the directions a built-in metric cannot score with
+    its settings (its record's `refuses`: BLASER, a language SONAR has no code for)."""
+    names = [name for name in config["metrics"] if name in RECORDS]
+    refused = MetricSet.of(names, config).refused(sorted(set(directions)))
+    if refused:
+        raise ConfigError(". ".join(refused), "metrics")
 
 
 def receive_submissions(
