@@ -24,14 +24,13 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from bouquet_eval.core.config import job_name
+from bouquet_eval.core.config import ConfigError, job_name
 from bouquet_eval.planning import channel, schema
 from bouquet_eval.planning.channel import OUTPUTS, Declared, declared_settings, model_of
 from bouquet_eval.planning.plan import Sources, load_plan
@@ -40,13 +39,13 @@ from bouquet_eval.translators.backends import BACKENDS, Setting
 from .conftest import PLUGINS, REPOSITORY, SAMPLE, SNAKEFILE, Workflow
 from .hf_cache import cache_entry
 from .sample_forms import sample_judgements
+from .test_settings import another_value
 
 SCHEMA_FILE = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 SETTINGS = declared_settings(schema.load_schema(SCHEMA_FILE))
 DIRECTIONS = ["eng_Latn-fra_Latn", "deu_Latn-eng_Latn"]
 TARGETS = ["all", "compare", "mtme", "submission", "metaeval", "verify"]
 GLOTLID = "cis-lmu/glotlid/model_v3.bin"
-JUDGED_COLUMNS = ("src_lang", "tgt_lang", "src_text", "mt_text", "tgt_text", "system", "score")
 
 
 def finished_config(files: Path) -> dict[str, Any]:
@@ -57,11 +56,22 @@ def finished_config(files: Path) -> dict[str, Any]:
         "directions": {"list": DIRECTIONS},
         "limit": 3,
         "shards": 1,
-        "metrics": ["chrf", "metricx", "glotlid", "comet", "cometkiwi", "xcomet"],
+        "metrics": [
+            "chrf",
+            "metricx",
+            "glotlid",
+            "comet",
+            "cometkiwi",
+            "xcomet",
+            "blaser",
+            "blaser_qe",
+        ],
         "metricx": {"model": weights, "tokenizer": weights},
         "comet": {"model": weights},
         "cometkiwi": {"model": weights},
         "xcomet": {"model": weights},
+        "blaser": {"encoder": weights, "checkpoint": weights},
+        "blaser_qe": {"encoder": weights, "checkpoint": weights},
         "prices": {"api": {"input": 1.0, "output": 2.0}},
         "metaeval": {"judgements": str(files / "judged.parquet")},
         "models": [
@@ -238,7 +248,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
         for direction in SAMPLE.glob("*.parquet"):  # every direction, for any selection
             (files / given / f"{direction.stem}.jsonl").write_text("{}\n", encoding="utf-8")
     judged = sample_judgements()
-    for column in (*JUDGED_COLUMNS, "uniq_id"):
+    for column in list(judged.columns):
         # Each column twice, so that any of metaeval.columns can name another one.
         judged[f"{column}_again"] = judged[column]
     judged.to_parquet(files / "judged.parquet")
@@ -276,11 +286,6 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
         patch.undo()
 
 
-def column_again(column: str, files: Path) -> str:
-    """The judgements' other copy of a column (see the `finished` fixture)."""
-    return f"{column}_again"
-
-
 # What to change a setting to, where no value its schema allows would do: the keys are the
 # settings' names (`Declared.name`); each takes the run's folder of files.
 CHANGED: dict[str, Callable[[Path], Any]] = {
@@ -298,6 +303,13 @@ CHANGED: dict[str, Callable[[Path], Any]] = {
     "comet.model": lambda files: str(files / "other-weights"),
     "cometkiwi.model": lambda files: str(files / "other-weights"),
     "xcomet.model": lambda files: str(files / "other-weights"),
+    **dict.fromkeys(
+        [f"{form}.{key}" for form in ("blaser", "blaser_qe") for key in ("encoder", "checkpoint")],
+        lambda files: str(files / "other-weights"),
+    ),
+    **dict.fromkeys(
+        ["blaser.languages", "blaser_qe.languages"], lambda files: {"fra_Latn": "fra_Latn"}
+    ),
     "environments": lambda files: {"comet": sys.executable},
     "compare.baseline": lambda files: "ref",
     "compare.models": lambda files: ["copy", "ref"],
@@ -318,19 +330,6 @@ CHANGED: dict[str, Callable[[Path], Any]] = {
         [f"models[{translator}].model" for translator in ("vllm", "nllb", "madlad", "aya")],
         lambda files: str(files / "other-weights"),
     ),
-    **{
-        f"metaeval.columns.{column}": partial(column_again, default)
-        for column, default in {
-            "src_lang": "src_lang",
-            "tgt_lang": "tgt_lang",
-            "source": "src_text",
-            "translation": "mt_text",
-            "reference": "tgt_text",
-            "system": "system",
-            "score": "score",
-            "segment": "uniq_id",
-        }.items()
-    },
 }
 
 ENTRY_MODELS = {
@@ -384,38 +383,15 @@ def remove_at(config: Any, where: tuple[Any, ...]) -> None:
     del config[where[-1]]
 
 
-def another_value(declared: Mapping[str, Any], current: Any) -> Any:
-    """A value the setting's schema takes, other than `current`."""
-    kinds = declared.get("type", [])
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    if "enum" in declared:
-        return next(value for value in declared["enum"] if value != current)
-    if "boolean" in kinds:
-        return not current
-    if "integer" in kinds:
-        return (current or declared.get("minimum", 1)) + 1
-    if "number" in kinds:
-        return (current or 1.0) / 2 if "maximum" in declared else (current or 1.0) + 0.5
-    if "object" in kinds:
-        return {"changed": True}
-    if "array" in kinds:
-        return ["changed"]
-    if "string" in kinds:
-        import re
-
-        pattern = declared.get("pattern")
-        return next(
-            value
-            for value in ("cpu", "OTHER_VARIABLE", "something-else")
-            if value != current and (pattern is None or re.search(pattern, value))
-        )
-    raise AssertionError("no value to change it to: add one to CHANGED in tests/test_channel.py")
-
-
 def changed_value(setting: Declared, current: Any, files: Path) -> Any:
     if setting.name in CHANGED:
         return CHANGED[setting.name](files)
-    return another_value(setting.schema, current if current is not None else setting.default)
+    if setting.path[:2] == ("metaeval", "columns"):
+        return f"{setting.default}_again"  # the judgements' copy of the column it names
+    try:
+        return another_value(setting.schema, current if current is not None else setting.default)
+    except StopIteration:
+        raise AssertionError(f"{setting.name}: add a value to change it to to CHANGED") from None
 
 
 def expected_jobs(
@@ -657,3 +633,17 @@ def test_the_stale_outputs_name_the_setting_that_changed(finished: Finished, cap
     err = capfd.readouterr().err
     assert "5 because its settings changed: statistics.seed (12345 -> 7)" in err, err
     assert json.dumps(7) in err
+
+
+def test_a_setting_that_would_end_the_reports_script_element_is_refused() -> None:
+    """Snakemake's report writes the parameters of the jobs whose outputs it shows, their
+    settings among them, into a script element as they are."""
+    config = {
+        "dataset": {"path": str(SAMPLE)},
+        "metrics": ["chrf", "metricx"],
+        "metricx": {"model": "models/</script><script>alert(1)"},
+        "models": [{"name": "copy", "translator": "copy-source"}],
+    }
+    with pytest.raises(ConfigError, match=r"^metricx\.model holds '</'") as refused:
+        load_plan(config, SCHEMA_FILE, Sources(REPOSITORY), fetch=False)
+    assert refused.value.key == "metricx.model"

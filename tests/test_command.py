@@ -20,7 +20,6 @@ from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder
 from bouquet_eval.command.run import snakemake_arguments
 from bouquet_eval.core.config import ConfigError
 from bouquet_eval.data.dataset import Direction
-from bouquet_eval.planning.channel import Declared
 from bouquet_eval.planning.schema import validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
 
@@ -626,14 +625,22 @@ OWN_MODELS = {"compare.baseline": "second", "compare.models": ["second"]}
 """What these settings take in a run of the model `second` alone."""
 
 
-def changed(setting: Declared, config: dict, folder: Path) -> tuple[tuple, object]:
-    """The setting's place in `config` and another value of it."""
-    from .test_channel import changed_value, value_at, where_of
+def runs_differing_in(name: str, folder: Path) -> tuple[tuple, object]:
+    """Two runs saved into `folder / "runs"` whose settings differ in the setting `name` alone;
+    where it is, and the second run's value."""
+    from .test_channel import SETTINGS, changed_value, set_at, value_at, where_of
 
-    where = where_of(setting, config)
-    if setting.name in OWN_MODELS:
-        return where, OWN_MODELS[setting.name]
-    return where, changed_value(setting, value_at(config, where), folder)
+    setting = next(s for s in SETTINGS if s.name == name)
+    first = run_settings(folder)
+    second = json.loads(json.dumps(first))
+    where = where_of(setting, second)
+    if name in OWN_MODELS:
+        value = OWN_MODELS[name]
+    else:
+        value = changed_value(setting, value_at(second, where), folder)
+    set_at(second, where, value)
+    saved_runs(folder / "runs", first, second)
+    return where, value
 
 
 @pytest.mark.parametrize("name", SHARED)
@@ -642,21 +649,14 @@ def test_runs_that_differ_in_what_the_leaderboard_reads_are_refused(
 ) -> None:
     from bouquet_eval.command.config import runs_config
 
-    from .test_channel import SETTINGS, set_at
-
-    setting = next(s for s in SETTINGS if s.name == name)
-    first = run_settings(tmp_path)
-    second = json.loads(json.dumps(first))
-    where, after = changed(setting, second, tmp_path)
-    set_at(second, where, after)
-    saved_runs(tmp_path / "runs", first, second)
+    where, value = runs_differing_in(name, tmp_path)
+    runs = tmp_path / "runs"
     with pytest.raises(ConfigError) as refused:
-        runs_config(tmp_path / "runs")
+        runs_config(runs)
     message = str(refused.value)
     key = ".".join(map(str, where))
-    runs = tmp_path / "runs"
     assert message.startswith(f"{runs / 'second'} and {runs / 'first'} differ in {key}: "), message
-    assert json.dumps(after) in message, message
+    assert json.dumps(value) in message, message
     assert f"in {runs / 'first' / SAVED_CONFIG}" in message
 
 
@@ -666,13 +666,7 @@ def test_runs_that_differ_only_in_what_the_leaderboard_does_not_read_merge(
 ) -> None:
     from bouquet_eval.command.config import runs_config
 
-    from .test_channel import SETTINGS, set_at
-
-    setting = next(s for s in SETTINGS if s.name == name)
-    first = run_settings(tmp_path)
-    second = json.loads(json.dumps(first))
-    set_at(second, *changed(setting, second, tmp_path))
-    saved_runs(tmp_path / "runs", first, second)
+    runs_differing_in(name, tmp_path)
     merged = runs_config(tmp_path / "runs")
     assert [entry["name"] for entry in merged["models"]] == ["first", "second"]
     assert merged["output_dir"] == "."

@@ -39,18 +39,21 @@ if os.environ.get("PROBE_DIR"):
 """
 
 
+def printed(python: Path, code: str) -> str:
+    """What `code` prints, run by `python` without PYTHONPATH."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([str(python), "-c", code], env=environment, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
 def installed_elsewhere(env: Path) -> Path:
     """An environment with the main environment's packages, and a copy of the package installed
     into it as a wheel installs it (another checkout's); returns its Python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     python = env / "bin" / "python"
     site_packages = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
+        printed(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     )
     # The main environment's packages, without the .pth files that put this checkout first.
     (site_packages / "main-environment.pth").write_text(
@@ -65,15 +68,7 @@ def installed_elsewhere(env: Path) -> Path:
 
 def test_a_run_imports_the_package_of_its_checkout_in_every_process(tmp_path: Path) -> None:
     python = installed_elsewhere(tmp_path / "env")
-    other = Path(
-        subprocess.run(
-            [str(python), "-c", "import bouquet_eval; print(bouquet_eval.__file__)"],
-            check=True,
-            capture_output=True,
-            text=True,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-        ).stdout.strip()
-    ).parent
+    other = Path(printed(python, "import bouquet_eval; print(bouquet_eval.__file__)")).parent
     assert not other.is_relative_to(REPOSITORY), "the other copy is this checkout"
     work = tmp_path / "work"
     work.mkdir()

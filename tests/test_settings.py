@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +178,10 @@ def minimal_entry(translator: str) -> dict[str, Any]:
     return {"name": "m", "translator": translator, **required}
 
 
-def another_value(schema: dict[str, Any], current: Any) -> Any:
+def another_value(schema: Mapping[str, Any], current: Any) -> Any:
     """A valid value of `schema` other than `current`."""
-    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
     if "enum" in schema:
         return next(value for value in schema["enum"] if value != current)
     if "boolean" in types:
@@ -187,9 +189,11 @@ def another_value(schema: dict[str, Any], current: Any) -> Any:
     if "integer" in types:
         return (current or schema.get("minimum", 1)) + 1
     if "number" in types:
-        return current / 2 if "maximum" in schema else (current or 1.0) + 0.5
+        return (current or 1.0) / 2 if "maximum" in schema else (current or 1.0) + 0.5
     if "object" in types:
         return {"changed": True}
+    if "array" in types:
+        return ["changed"]
     candidates = ["cpu", "cuda:1", "OTHER_VARIABLE", "something else"]
     pattern = schema.get("pattern")
     return next(

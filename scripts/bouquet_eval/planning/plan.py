@@ -388,7 +388,30 @@ def plan_slices(
         slices[("score", family)] = slice_of(config, settings, "score", metrics=names)
     for stage in STAGES_OF_THE_RUN:
         slices[(stage, None)] = slice_of(config, settings, stage)
+    for stage in REPORTED:
+        refuse_in_a_script_element(slices[(stage, None)])
     return slices
+
+
+REPORTED = ("heatmaps", "leaderboard", "metaeval")
+"""The stages whose outputs are in Snakemake's report, which writes their jobs' parameters
+into a script element of its page as they are."""
+
+
+def refuse_in_a_script_element(settings: Any, key: str = "") -> None:
+    """ConfigError naming a setting whose value would end the report's script element."""
+    if isinstance(settings, Mapping):
+        for name, value in settings.items():
+            refuse_in_a_script_element(value, f"{key}.{name}" if key else str(name))
+    elif isinstance(settings, list):
+        for index, value in enumerate(settings):
+            refuse_in_a_script_element(value, f"{key}[{index}]")
+    elif isinstance(settings, str) and ("</" in settings or "<!--" in settings):
+        raise ConfigError(
+            f"{key} holds '</' or '<!--', which Snakemake's report (--report) writes as it is "
+            "into a script element of its page: use a value without them",
+            key,
+        )
 
 
 def refuse_unscorable(config: Mapping[str, Any], directions: Sequence[Direction]) -> None:
