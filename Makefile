@@ -32,7 +32,7 @@ TEST_WORKERS ?= $(CORES)
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install install-all demo test lint pytest clean slurm-profile schema
+.PHONY: install install-all demo test lint pytest clean slurm-profile docs schema
 
 install: $(CORE)
 install-all: $(FULL) $(VLLM) $(COMET) $(BLASER)
@@ -91,9 +91,14 @@ lint: $(FULL)
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/snakemake --snakefile workflow/Snakefile --lint --cores 1
 
-# The complete configuration schema that editors read (tests/test_publishing.py keeps it true).
-schema: $(CORE)
-	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
+# What is generated from the records (the metric records, the translator registry): the tables
+# of metrics and settings in config/README.md, docs/metrics.md and docs/metrics-comet.md, and
+# the complete configuration schema that editors read. tests/test_publishing.py fails, naming
+# this command, when any is out of date.
+docs: $(CORE)
+	$(BIN)/python -c 'from bouquet_eval.planning.docs import main; main()'
+
+schema: docs
 
 pytest: $(FULL) $(VLLM) $(COMET) $(BLASER)
 	$(BIN)/python -m pytest -m "not vllm and not comet and not blaser" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

@@ -12,7 +12,9 @@ from bouquet_eval.results.leaderboard import (
     build_leaderboard,
     lower_is_better_columns,
     read_results,
+    report_decimals,
     score_columns,
+    target_columns,
     write_leaderboard,
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
@@ -46,7 +48,15 @@ def main(snakemake: SnakemakeJob) -> None:
             resampling,
         )
         lower = lower_is_better_columns(metrics)
-        board = build_leaderboard(results, columns, lower, resampling, bounds(entries.values()))
+        board = build_leaderboard(
+            results,
+            columns,
+            lower,
+            resampling,
+            bounds(entries.values()),
+            target_columns(metrics),
+        )
+        board.attrs["decimals"] = report_decimals(metrics)
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
                 pd.read_csv(path), settings["metaeval"]["decide_by"]

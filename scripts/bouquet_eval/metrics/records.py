@@ -75,6 +75,10 @@ def _no_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     return ()
 
 
+DEFAULT_DECIMALS = 3
+"""Decimal places of a metric's scores in the report's tables, where its record does not say."""
+
+
 @dataclass(frozen=True)
 class MetricRecord:
     name: str
@@ -90,6 +94,11 @@ class MetricRecord:
     lower_is_better: tuple[str, ...] = ()
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Columns with a fixed range: heatmaps of different models share its colour scale."""
+    targets: Mapping[str, float] = field(default_factory=dict)
+    """Columns whose best value is a target rather than the highest or the lowest (a length
+    ratio's 1): the leaderboard ranks models by their distance to it."""
+    decimals: int = DEFAULT_DECIMALS
+    """Decimal places of its scores in the report's tables."""
     tolerances: Mapping[str, float] = field(default_factory=dict)
     """Largest difference `verify` accepts per scores.csv column (`<column>_corpus` too)."""
     corpus: bool = False
@@ -178,6 +187,9 @@ class CompositeRecord:
     range: tuple[float, float] | None = None
     tolerance: float | None = None
     lower_is_better: bool = False
+    target: float | None = None
+    """Its best value, where that is neither the highest nor the lowest."""
+    decimals: int = DEFAULT_DECIMALS
 
     def applies(self, metrics: Sequence[str]) -> bool:
         return set(self.requires) <= set(metrics)
@@ -276,6 +288,7 @@ def _comet(
                 "changes": ["scores"],
             },
             "batch_size": {
+                "description": "Sentences per batch (comet-score's default).",
                 "type": "integer",
                 "minimum": 1,
                 "default": 16,
@@ -409,6 +422,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "chrF++: character n-gram F-score with word bigrams (sacreBLEU)",
             ("chrfpp",),
             ranges={"chrfpp": (0, 100)},
+            decimals=2,
             tolerances={"chrfpp": _EXACT, "chrfpp_corpus": _EXACT},
             corpus=True,
             signature_fields=(*_SACREBLEU_SIGNATURE, "nc", "nw", "space"),
@@ -419,6 +433,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "BLEU, tokenizer 13a (sacreBLEU)",
             ("bleu",),
             ranges={"bleu": (0, 100)},
+            decimals=2,
             tolerances={"bleu": _EXACT, "bleu_corpus": _EXACT},
             corpus=True,
             signature_fields=(*_SACREBLEU_SIGNATURE, "tok", "smooth"),
@@ -429,6 +444,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "translation edit rate x 100, can exceed 100 (sacreBLEU)",
             ("ter",),
             lower_is_better=("ter",),
+            decimals=2,
             tolerances={"ter": _EXACT, "ter_corpus": _EXACT},
             corpus=True,
             signature_fields=("nrefs", "case", "tok", "norm", "punct", "asian", "version"),
@@ -440,6 +456,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             ("metricx",),
             lower_is_better=("metricx",),
             ranges={"metricx": (0, 25)},
+            decimals=2,
             # bfloat16 on a GPU against float32 on a CPU: about 0.001 apart per segment
             # (google-research/metricx).
             tolerances={"metricx": 0.01},
@@ -463,21 +480,23 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             licence="Apache-2.0",
             settings={
                 "model": {
-                    "description": "Hub id or local directory of a MetricX-24 checkpoint.",
+                    "description": "Hub id or folder of a MetricX-24 checkpoint; the "
+                    "-bfloat16, large and xxl variants work too.",
                     "type": "string",
                     "default": "google/metricx-24-hybrid-xl-v2p6",
                     "changes": ["scores"],
                 },
                 "tokenizer": {
-                    "description": "Hub id or local directory of its tokenizer (mT5's for "
-                    "every size): spiece.model and tokenizer_config.json, from which the "
-                    "official pipeline's tokenizer is built.",
+                    "description": "mT5's tokenizer, for every size: a Hub id or a folder with "
+                    "spiece.model (and tokenizer_config.json), from which the official "
+                    "pipeline's tokenizer is built (docs/architecture.md, MetricX-24).",
                     "type": "string",
                     "default": "google/mt5-xl",
                     "changes": ["scores"],
                 },
                 "qe": {
-                    "description": "Reference-free (quality estimation) scoring.",
+                    "description": "Reference-free (quality estimation) scoring: source and "
+                    "candidate only.",
                     "type": "boolean",
                     "default": False,
                     "changes": ["scores"],
@@ -492,10 +511,12 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "changes": ["scores"],
                 },
                 "batch_tokens": {
-                    "description": "Token budget of a batch (padded length x segments). 16384 "
-                    "scored within 4% of the fastest budget on an H100 "
-                    "(benchmarks/gpu_results.md) at about half its memory; lower it on small "
-                    "GPUs.",
+                    "description": "Token budget of a batch: segments are sorted by length and "
+                    "batched up to it (batch size x longest length). On an H100, XL in "
+                    "bfloat16: 395 segments/s at 16384, within 4% of the fastest budget (32768, "
+                    "408/s), with a peak of 13 GiB against 20; 17/s one segment at a time as "
+                    "the official script does (benchmarks/gpu_results.md). Lower it on GPUs "
+                    "under 24 GB; memory grows with it and with the longest input.",
                     "type": "integer",
                     "minimum": 1,
                     "default": 16384,
@@ -604,6 +625,13 @@ def builtin_ranges() -> dict[str, tuple[float, float]]:
     }
 
 
+def builtin_decimals() -> dict[str, int]:
+    """The decimal places of every built-in metric's and composite's score columns."""
+    return MetricSet.of(list(RECORDS), {}).decimals() | {
+        c.column: c.decimals for c in COMPOSITES.values()
+    }
+
+
 def builtin_lower_is_better() -> frozenset[str]:
     """The columns of built-in metrics and composites where lower is better."""
     own = MetricSet.of(list(RECORDS), {}).lower_is_better()
@@ -630,6 +658,8 @@ def own_metric_record(spec: str, metric: Any) -> MetricRecord:
         label_columns=tuple(getattr(metric, "label_columns", ())),
         lower_is_better=tuple(getattr(metric, "lower_is_better", ())),
         ranges=dict(getattr(metric, "ranges", {})),
+        targets=dict(getattr(metric, "targets", {})),
+        decimals=int(getattr(metric, "decimals", DEFAULT_DECIMALS)),
         tolerances=dict(getattr(metric, "tolerances", {})),
         corpus=hasattr(metric, "corpus_score"),
         reference_free=bool(columns) and free >= set(columns),
@@ -709,6 +739,20 @@ class MetricSet:
     def lower_is_better(self) -> frozenset[str]:
         own = {column for record in self.records for column in record.lower_is_better}
         return frozenset(own | {c.column for c in self.composites if c.lower_is_better})
+
+    def targets(self) -> dict[str, float]:
+        """Per column whose best value is a target (neither the highest nor the lowest): it."""
+        targets = {column: t for record in self.records for column, t in record.targets.items()}
+        targets.update({c.column: c.target for c in self.composites if c.target is not None})
+        return targets
+
+    def decimals(self) -> dict[str, int]:
+        """Per score column, its decimal places in the report's tables."""
+        places = {
+            column: record.decimals for record in self.records for column in record.score_columns
+        }
+        places.update({c.column: c.decimals for c in self.composites})
+        return places
 
     def ranges(self) -> dict[str, tuple[float, float]]:
         ranges = {column: r for record in self.records for column, r in record.ranges.items()}
@@ -890,83 +934,3 @@ class MetricSet:
 def _some(names: Sequence[str], shown: int = 3) -> str:
     more = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
-
-
-def metrics_table() -> str:
-    """The docs' table of the built-in metrics and composites (docs/metrics.md), from the
-    records."""
-
-    def columns(record: MetricRecord) -> str:
-        shown = []
-        for column in record.columns:
-            how = "label" if column in record.label_columns else None
-            if how is None:
-                how = "lower is better" if column in record.lower_is_better else "higher is better"
-                low_high = record.ranges.get(column)
-                if low_high is not None:
-                    how += f", {low_high[0]:g}..{low_high[1]:g}"
-            shown.append(f"`{column}` ({how})")
-        return "; ".join(shown)
-
-    def job(record: MetricRecord) -> str:
-        default = {record.device_setting: "auto"} if record.device_setting else {}
-        on_cpu = {record.device_setting: "cpu"} if record.device_setting else {}
-        where = f"`{record.environment}`, {record.job_cpus(default)} CPU"
-        if record.gpus(default):
-            where += (
-                f" + {record.gpus(default)} GPU ({record.job_cpus(on_cpu)} CPUs with "
-                f"`{record.name}.{record.device_setting}: cpu`)"
-            )
-        return where
-
-    def reads(record: MetricRecord) -> str:
-        if record.reference_free:
-            return "source or translation only"
-        if record.qe_setting:
-            return f"reference (none with `{record.name}.{record.qe_setting}: true`)"
-        return "reference"
-
-    header = [
-        "metric",
-        "what it measures",
-        "columns",
-        "reads",
-        "score jobs (environment, CPUs, GPUs)",
-        "`verify` tolerance",
-        "trained on",
-        "signature fields",
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for record in RECORDS.values():
-        tolerance = ", ".join(f"`{k}` {v:g}" for k, v in record.tolerances.items())
-        trained = (
-            f"{len(record.training_languages)} languages"
-            if record.training_languages is not None
-            else record.coverage or "-"
-        )
-        cells = [
-            f"`{record.name}`",
-            record.summary + (f" (model licence: {record.licence})" if record.licence else ""),
-            columns(record),
-            reads(record),
-            job(record),
-            tolerance,
-            trained,
-            ", ".join(f"`{field}`" for field in record.signature_fields),
-        ]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    for composite in COMPOSITES.values():
-        span = f", {composite.range[0]:g}..{composite.range[1]:g}" if composite.range else ""
-        better = "lower" if composite.lower_is_better else "higher"
-        cells = [
-            f"`{composite.column}`",
-            composite.summary + f" (with {' and '.join(composite.requires)})",
-            f"`{composite.column}` ({better} is better{span})",
-            "as its metrics do",
-            "computed where the scores are gathered",
-            f"`{composite.column}` {composite.tolerance:g}" if composite.tolerance else "",
-            "-",
-            "-",
-        ]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -52,7 +52,6 @@ from bouquet_eval.planning.schema import load_schema, plain_config, validate_con
 from bouquet_eval.planning.sharding import assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
-    bounds,
     deciding_settings,
     model_cpus,
     model_environment,
@@ -264,10 +263,6 @@ class Plan:
         return aggregate_outputs(
             model.folder, self.directions, self.settings("aggregate", model.name)
         )
-
-    def bounds(self) -> dict[str, str]:
-        """The reference points among its models: name -> "upper" or "lower" (`Backend.bound`)."""
-        return bounds(model.entry for model in self.models.values())
 
     def hub_needs(self, translating: Container[str] | None = None) -> list[HubFiles]:
         """What the translate jobs of the models named in `translating` (all by default) load
