@@ -493,7 +493,13 @@ def check_rerun(
         ), setting.name
 
 
-@pytest.mark.parametrize("name", [setting.name for setting in SETTINGS])
+CHANGING_NOTHING = [setting for setting in SETTINGS if setting.changes == ()]
+"""Settings declared to change no output: tested together, in one dry run."""
+
+
+@pytest.mark.parametrize(
+    "name", [setting.name for setting in SETTINGS if setting not in CHANGING_NOTHING]
+)
 def test_a_changed_setting_reruns_what_it_declares(finished: Finished, name: str) -> None:
     setting = next(s for s in SETTINGS if s.name == name)
     assert setting.changes is not None, (
@@ -506,6 +512,46 @@ def test_a_changed_setting_reruns_what_it_declares(finished: Finished, name: str
     where = where_of(setting, config)
     set_at(config, where, changed_value(setting, value_at(config, where), finished.files))
     check_rerun(finished, setting, where, config)
+
+
+def changed_together(finished: Finished, settings: list[Declared]) -> dict[str, str]:
+    """The jobs that make files and rerun, with Snakemake's reasons, with every one of
+    `settings` changed; settings that exclude one another (a section's `gres` and
+    `gpu_model`) are split into dry runs of halves."""
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    config = copy.deepcopy(finished.config)
+    for setting in settings:
+        where = where_of(setting, config)
+        set_at(config, where, changed_value(setting, value_at(config, where), finished.files))
+    try:
+        after = dry_run(finished.workdir, config)
+    except WorkflowError:
+        if len(settings) == 1:
+            raise
+        middle = len(settings) // 2
+        return {
+            **changed_together(finished, settings[:middle]),
+            **changed_together(finished, settings[middle:]),
+        }
+    return {key: after.running[key] for key in with_outputs(set(after.running), after)}
+
+
+def test_settings_that_change_nothing_rerun_nothing(finished: Finished) -> None:
+    """Every setting declared to change nothing (`changes: []`: resources, concurrency,
+    timeouts, environments...) changed, together: a job reruns when a value it records, or a
+    digest of its outputs, differs, and changes of distinct settings cannot cancel out, so none
+    of them reruns anything alone either (a few dry runs instead of one per setting). Where
+    jobs rerun, each setting is changed alone, to name those that reran them."""
+    assert len(CHANGING_NOTHING) > 20  # every section of `resources`, and more
+    running = changed_together(finished, CHANGING_NOTHING)
+    if running:
+        for setting in CHANGING_NOTHING:
+            alone = copy.deepcopy(finished.config)
+            where = where_of(setting, alone)
+            set_at(alone, where, changed_value(setting, value_at(alone, where), finished.files))
+            check_rerun(finished, setting, where, alone)
+    assert not running, running
 
 
 UNREMOVABLE = {
