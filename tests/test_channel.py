@@ -508,32 +508,23 @@ def test_a_changed_setting_reruns_what_it_declares(finished: Finished, name: str
         "(docs/design.md, 'How a setting reaches a job')"
     )
     assert not channel.undeclared([setting]), f"{name}: {setting.changes} names an unknown kind"
-    config = copy.deepcopy(finished.config)
-    where = where_of(setting, config)
-    set_at(config, where, changed_value(setting, value_at(config, where), finished.files))
-    check_rerun(finished, setting, where, config)
+    config = changed_config(finished, [setting])
+    check_rerun(finished, setting, where_of(setting, config), config)
 
 
-def changed_together(finished: Finished, settings: list[Declared]) -> dict[str, str]:
-    """The jobs that make files and rerun, with Snakemake's reasons, with every one of
-    `settings` changed; settings that exclude one another (a section's `gres` and
-    `gpu_model`) are split into dry runs of halves."""
-    from snakemake_interface_common.exceptions import WorkflowError
-
+def changed_config(finished: Finished, settings: list[Declared]) -> dict[str, Any]:
+    """The finished run's configuration with each of `settings` changed."""
     config = copy.deepcopy(finished.config)
     for setting in settings:
         where = where_of(setting, config)
         set_at(config, where, changed_value(setting, value_at(config, where), finished.files))
-    try:
-        after = dry_run(finished.workdir, config)
-    except WorkflowError:
-        if len(settings) == 1:
-            raise
-        middle = len(settings) // 2
-        return {
-            **changed_together(finished, settings[:middle]),
-            **changed_together(finished, settings[middle:]),
-        }
+    return config
+
+
+def changed_together(finished: Finished, settings: list[Declared]) -> dict[str, str]:
+    """The jobs that make files and rerun, with Snakemake's reasons, with every one of
+    `settings` changed."""
+    after = dry_run(finished.workdir, changed_config(finished, settings))
     return {key: after.running[key] for key in with_outputs(set(after.running), after)}
 
 
@@ -541,16 +532,19 @@ def test_settings_that_change_nothing_rerun_nothing(finished: Finished) -> None:
     """Every setting declared to change nothing (`changes: []`: resources, concurrency,
     timeouts, environments...) changed, together: a job reruns when a value it records, or a
     digest of its outputs, differs, and changes of distinct settings cannot cancel out, so none
-    of them reruns anything alone either (a few dry runs instead of one per setting). Where
+    of them reruns anything alone either (two dry runs instead of one per setting). Where
     jobs rerun, each setting is changed alone, to name those that reran them."""
     assert len(CHANGING_NOTHING) > 20  # every section of `resources`, and more
-    running = changed_together(finished, CHANGING_NOTHING)
+    # A job's resources take a GPU's type from gpu_model or gres, not both: gres apart.
+    apart = [setting for setting in CHANGING_NOTHING if setting.path[-1] == "gres"]
+    running = {
+        **changed_together(finished, [s for s in CHANGING_NOTHING if s not in apart]),
+        **changed_together(finished, apart),
+    }
     if running:
         for setting in CHANGING_NOTHING:
-            alone = copy.deepcopy(finished.config)
-            where = where_of(setting, alone)
-            set_at(alone, where, changed_value(setting, value_at(alone, where), finished.files))
-            check_rerun(finished, setting, where, alone)
+            alone = changed_config(finished, [setting])
+            check_rerun(finished, setting, where_of(setting, alone), alone)
     assert not running, running
 
 
