@@ -15,7 +15,8 @@ from bouquet_eval.results.report import write_heatmaps
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         model = snakemake.wildcards.model
-        lower = lower_is_better_columns(load_metrics(snakemake.params.metrics, snakemake.config))
+        settings = snakemake.params.settings
+        lower = lower_is_better_columns(load_metrics(settings["metrics"], settings))
         columns = snakemake.params.columns
         paths = dict(zip(columns, map(Path, snakemake.output.heatmaps), strict=True))
         write_heatmaps(paths, pd.read_csv(snakemake.input.scores), model, set(lower))
