@@ -171,7 +171,7 @@ DEPARTURES = {
     },
     "blaser": {"numpy", "torch", "transformers", "huggingface_hub"},
 }  # fmt: skip
-TESTS_ONLY = {"comet": {"pytest"}, "blaser": {"pytest", "sentencepiece"}}
+TESTS_ONLY = {"comet": {"pytest"}, "blaser": {"pytest", "sentencepiece", "scipy"}}
 """What the environment's own tests use, which envs/<environment>.yaml leaves out."""
 
 

@@ -4,9 +4,11 @@ manifest entry."""
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.planning.cost import with_costs
+from bouquet_eval.planning.cost import is_batch, model_price, with_costs
+from bouquet_eval.planning.plan import model_settings
 from bouquet_eval.planning.runs import recorded_command
 from bouquet_eval.results.aggregate import (
     append_manifest,
@@ -24,16 +26,17 @@ AGGREGATE_OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         model = plan.models[snakemake.wildcards.model]
+        entry = settings["models"][0]
         scored = [Path(path) for path in snakemake.input.scored]
         directions = plan.directions
-        metrics = load_metrics(plan.metrics, plan.config)
-        resampling = plan.resampling
+        metrics = load_metrics(settings["metrics"], settings)
+        resampling = Resampling(**settings["statistics"])
         timing = with_costs(
             timing_table(model.folder, directions),
-            model.price,
-            model.batch,
+            model_price(settings, entry),
+            is_batch(entry),
         )
         scores = write_aggregates(
             scored,
@@ -46,9 +49,9 @@ def main(snakemake: SnakemakeJob) -> None:
         append_manifest(
             Path(snakemake.output.manifest),
             manifest_entry(
-                config=plan.config,
+                settings=settings,
                 model_name=model.name,
-                model_settings=model.translation_settings["model"],
+                model_settings=model_settings(entry),
                 dataset_identity=plan.dataset.identity,
                 directions=directions,
                 metric_signatures=recorded_signatures(scored),

@@ -15,7 +15,8 @@ from bouquet_eval.results.leaderboard import lower_is_better_columns, target_col
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
         model = snakemake.wildcards.model
-        metrics = load_metrics(snakemake.params.metrics, snakemake.config)
+        settings = snakemake.params.settings
+        metrics = load_metrics(settings["metrics"], settings)
         lower = lower_is_better_columns(metrics)
         columns = snakemake.params.columns
         paths = dict(zip(columns, map(Path, snakemake.output.heatmaps), strict=True))

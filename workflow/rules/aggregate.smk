@@ -31,6 +31,7 @@ rule aggregate:
     resources:
         **job_resources("aggregate", 0),
     params:
+        settings=lambda wildcards: PLAN.settings("aggregate", wildcards.model),
         plan=PLAN,
     script:
         "../../scripts/rules/aggregate.py"

@@ -74,12 +74,9 @@ rule leaderboard:
     conda:
         "../../envs/workflow.yaml"
     params:
+        settings=PLAN.settings("leaderboard"),
         plan=PLAN,
         models=list(MODELS),
-        baseline=config["compare"]["baseline"],
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when={"metrics": list(PLAN.metrics), "statistics": PLAN.statistics},
     script:
         "../../scripts/rules/leaderboard.py"
 
@@ -111,7 +108,7 @@ rule heatmaps:
     conda:
         "../../envs/workflow.yaml"
     params:
-        metrics=config["metrics"],
+        settings=PLAN.settings("heatmaps"),
         columns=SCORE_COLUMNS,
     script:
         "../../scripts/rules/heatmaps.py"

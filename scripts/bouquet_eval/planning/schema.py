@@ -193,8 +193,11 @@ def _surrogate_at(value: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ..
     return None
 
 
-def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
-    """Validate `config` in place against the schema, filling defaults; return it.
+def validate_config(
+    config: dict[str, Any], schema: str | Path | Mapping[str, Any]
+) -> dict[str, Any]:
+    """Validate `config` in place against the schema (its file, or the complete schema as
+    `load_schema` gives it), filling defaults; return it.
 
     Raises ConfigError with one message naming the offending key.
     """
@@ -206,9 +209,8 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             f"(U+{ord(surrogate[1]):04X}, an escape of JSON or YAML), which is not text",
             key,
         )
-    error = jsonschema.exceptions.best_match(
-        _Validator(load_schema(schema_path)).iter_errors(config)
-    )
+    complete = schema if isinstance(schema, Mapping) else load_schema(schema)
+    error = jsonschema.exceptions.best_match(_Validator(complete).iter_errors(config))
     if error is not None:
         key = _location(error.absolute_path)
         raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)

@@ -14,7 +14,7 @@ import itertools
 import json
 import logging
 import platform
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -422,7 +422,7 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 
 def manifest_entry(
-    config: dict[str, Any],
+    settings: Mapping[str, Any],
     model_settings: dict[str, Any],
     model_name: str,
     dataset_identity: dict[str, Any],
@@ -436,8 +436,10 @@ def manifest_entry(
 ) -> dict[str, Any]:
     """What produced the outputs (the configuration and settings hold no secret).
 
-    The configuration is recorded with this model's entry alone: a model's files, and the
-    submission made of them, carry no other model's settings.
+    `settings`: what the model's aggregate job read of the configuration (its slice: the
+    metrics and their settings, the statistics, `limit`, this model's entry as it decides the
+    translations and its prices), recorded as `config`: a model's files, and the submission
+    made of them, carry no other model's settings, and no setting that changes no output.
 
     `environments`: per stage (translate, score), what its jobs ran with (package versions,
     GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit;
@@ -454,8 +456,8 @@ def manifest_entry(
         "command": command,
         "model": {"name": model_name, **model_settings},
         "dataset": dataset_identity,
-        "limit": config.get("limit"),
-        "config": {**config, "models": [m for m in config["models"] if m["name"] == model_name]},
+        "limit": settings.get("limit"),
+        "config": dict(settings),
         "n_directions": len(directions),
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,
