@@ -18,6 +18,7 @@ from bouquet_eval.planning.runs import (
     refuse_beside_live_runs,
     register,
 )
+from bouquet_eval.planning.snakemake_patch import apply_to_run
 
 
 onerror:
@@ -54,6 +55,15 @@ onstart:
     refuse_slurm_placeholders()
     refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
     refuse_what_the_hub_cannot_give(jobs)
+    # Snakemake's scheduler rounds and job records at the cost of what changed, not of what
+    # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
+    unpatched = apply_to_run(workflow)
+    if unpatched:
+        logger.info(
+            f"bouquet-eval: Snakemake's {', '.join(unpatched)} differ from the code of "
+            "snakemake 9.27.1, which the workflow's patch of its main process was written "
+            "for: left as they are (the run costs more CPU while jobs wait)"
+        )
 
 
 def refuse_what_the_hub_cannot_give(jobs):
