@@ -62,6 +62,15 @@ def translation_output(
     return ResumableOutput(translation_path(model_dir, direction), settings, inputs)
 
 
+def written_by_translate_job(model_dir: Path, direction: Direction, dataset_file: Path) -> bool:
+    """Whether the direction's translations are what a translate job wrote from this dataset
+    file: such a job writes only lines it checked against the file's sentences (a `provided`
+    model's, line by line), so that scoring them need not check them again."""
+    return ResumableOutput(
+        translation_path(model_dir, direction), {}, {"dataset": dataset_file}
+    ).holds_what_was_written()
+
+
 def metric_scores_output(
     model_dir: Path,
     metric: str,
