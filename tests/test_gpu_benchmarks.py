@@ -73,7 +73,7 @@ def test_metricx_flops_benchmark_runs_tiny_and_its_speed_ups_keep_the_scores(
     from bouquet_eval.metrics.metricx import SPEED_UPS
 
     output = tmp_path / "flops.json"
-    arguments = ["--tiny", "--segments", "24", "--attention", "--passes", "1"]
+    arguments = ["--tiny", "--segments", "24", "--attention", "--repeats", "2"]
     run_benchmark(monkeypatch, "metricx_flops.py", *arguments, "--output", str(output))
 
     variants = json.loads(output.read_text())["variants"]
