@@ -264,7 +264,20 @@ def _comet(
                 "minLength": 1,
                 "default": default_model,
             },
-            "batch_size": {"type": "integer", "minimum": 1, "default": 16},
+            "batch_tokens": {
+                "description": "Tokens per batch (segments times the longest one's tokens, "
+                "every field counted): batches sorted by length and sized by tokens. null: "
+                "comet-score's batches of batch_size, in the order of the sources' lengths.",
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "default": 16384,
+            },
+            "batch_size": {
+                "description": "Segments per batch where batch_tokens is null.",
+                "type": "integer",
+                "minimum": 1,
+                "default": 16,
+            },
             "device": _DEVICE_SETTING,
             "precision": {
                 "description": "auto (bfloat16 on a GPU that has it, float32 on the CPU), "
