@@ -143,8 +143,8 @@ def report(
                 f"{difference:.2g}",
             ]
         )
-    header = ("variant", "seconds, warm (median, range)", "ms per batch", "segments/s", "TFLOP/s")
-    header += (f"of {peak:.0f} peak", "of matmul", "peak GiB", "max score diff")
+    header = ["variant", "seconds, warm (median, range)", "ms per batch", "segments/s", "TFLOP/s"]
+    header += [f"of {peak:.0f} peak", "of matmul", "peak GiB", "max score diff"]
     print(markdown_table(header, table), flush=True)
     write_json(output, {**record, "variants": measured}, leave_out="scores")
 

@@ -106,7 +106,6 @@ def direction_values(
             totals = [sum(column) for column in zip(*metric.statistics(rows), strict=True)]
             recomputed.append(metric.name)
         corpus[metric.corpus_column] = metric.corpus_score(totals)
-    scores = {column: _float_values(table, column) for column in columns}
     # Rows without ids (scores made in memory) are known by their positions.
     uniq_ids = np.asarray(
         table["uniq_id"].to_numpy(zero_copy_only=False)
@@ -114,18 +113,37 @@ def direction_values(
         else np.arange(table.num_rows),
         dtype=str,
     )
+    return _values(
+        _only_value(table, "src_lang", source),
+        _only_value(table, "tgt_lang", source),
+        {column: _float_values(table, column) for column in columns},
+        uniq_ids,
+        corpus,
+        tuple(recomputed),
+    )
+
+
+def _values(
+    src_lang: str,
+    tgt_lang: str,
+    scores: dict[str, np.ndarray],
+    uniq_ids: np.ndarray,
+    corpus: dict[str, float],
+    recomputed: tuple[str, ...] = (),
+) -> DirectionValues:
+    """A direction's `DirectionValues` from its score vectors and its sentences' ids (str)."""
     every = sentences_digest(uniq_ids)  # that of most columns: those scored everywhere
     return DirectionValues(
-        src_lang=_only_value(table, "src_lang", source),
-        tgt_lang=_only_value(table, "tgt_lang", source),
-        n_sentences=table.num_rows,
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        n_sentences=len(uniq_ids),
         scores=scores,
         sentences={
             column: every if finite.all() else sentences_digest(uniq_ids[finite])
             for column, finite in ((c, np.isfinite(v)) for c, v in scores.items())
         },
         corpus=corpus,
-        recomputed=tuple(recomputed),
+        recomputed=recomputed,
     )
 
 
@@ -204,12 +222,32 @@ def direction_table(
 ) -> DirectionTable:
     """`score_table` of rows of any directions in memory."""
     columns = numeric_columns(rows, metric_columns)
-    directions = [
-        direction_values(
-            pa.Table.from_pandas(group, preserve_index=False), columns, corpus_metrics, str(key)
+    groups = rows.groupby(GROUP_COLUMNS, sort=True).indices
+    if corpus_metrics:  # their statistics, or else their texts, a direction at a time
+        directions = [
+            direction_values(
+                pa.Table.from_pandas(rows.iloc[positions], preserve_index=False),
+                columns,
+                corpus_metrics,
+                str(key),
+            )
+            for key, positions in groups.items()
+        ]
+    else:  # the score columns as arrays, sliced per direction
+        values = {column: rows[column].to_numpy(dtype=np.float64) for column in columns}
+        uniq_ids = np.asarray(
+            rows["uniq_id"].to_numpy() if "uniq_id" in rows else np.arange(len(rows)), dtype=str
         )
-        for key, group in rows.groupby(GROUP_COLUMNS, sort=True)
-    ]
+        directions = [
+            _values(
+                str(src),
+                str(tgt),
+                {column: vector[positions] for column, vector in values.items()},
+                uniq_ids[positions] if "uniq_id" in rows else uniq_ids[: len(positions)],
+                {},
+            )
+            for (src, tgt), positions in groups.items()
+        ]
     corpus_columns = {metric.corpus_column for metric in corpus_metrics}
     return score_table(directions, columns, corpus_columns, resampling)
 
