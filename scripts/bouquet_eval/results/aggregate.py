@@ -14,10 +14,10 @@ import itertools
 import json
 import logging
 import platform
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -292,16 +292,26 @@ def summary(table: DirectionTable) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=order)
 
 
+class RowsReader(Protocol):
+    """What else is made of scored_rows.parquet's rows as they are written (`write_aggregates`)."""
+
+    def add(self, table: pa.Table) -> None:
+        """The next direction's rows, as the file holds them."""
+
+
 def write_aggregates(
     scored_paths: Sequence[Path],
     metrics: Sequence[Metric],
     resampling: Resampling,
     outputs: dict[str, Path],
     timing: pd.DataFrame | None = None,
+    reader: Callable[[int, Sequence[str]], RowsReader] | None = None,
 ) -> pd.DataFrame:
     """Write `scores` (csv), `summary` (csv), `scored_rows` (parquet) and `resampled` (npz,
     see `results.resampled`) from scored files; the cost of each direction, where
-    `timing` (see `timing_table`) holds one, goes beside its scores.
+    `timing` (see `timing_table`) holds one, goes beside its scores. `reader(rows, columns)`,
+    where given, makes a `RowsReader` for the file's `rows` and `columns`, which is handed
+    each direction's rows as they are written (the report's extract: `extracts.ExtractBuilder`).
 
     Files are read one at a time, so memory holds the scores of every direction but the rows of
     only a few.
@@ -315,6 +325,7 @@ def write_aggregates(
     ]
     with_corpus = corpus_metrics(metrics)
     directions = []
+    sink = None if reader is None else reader(sum(f.num_rows for f in footers), schema.names)
     with (
         atomic_path(outputs["scored_rows"]) as temporary,
         pq.ParquetWriter(temporary, schema) as writer,
@@ -326,6 +337,8 @@ def write_aggregates(
             if rows.num_rows:
                 directions.append(direction_values(rows, columns, with_corpus, str(path)))
             pending.append(_conform(rows, schema))
+            if sink is not None:
+                sink.add(pending[-1])
             if sum(table.num_rows for table in pending) >= ROW_GROUP_ROWS:
                 writer.write_table(pa.concat_tables(pending))
                 pending = []
