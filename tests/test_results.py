@@ -221,7 +221,7 @@ def test_leaderboard_through_the_workflow(run: Workflow) -> None:
 
 
 def test_the_report_reads_each_models_extract(run: Workflow) -> None:
-    """Each model's `heatmaps` job extracts its sentences for the report; the leaderboard job
+    """Each model's aggregation extracts its sentences for the report; the leaderboard job
     makes the distributions and sentences pages from the extracts, not from every row."""
     for model in MODELS:
         assert (run.workdir / "runs" / model / EXTRACT_FILE).is_file()

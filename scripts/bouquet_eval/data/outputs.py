@@ -110,12 +110,15 @@ def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[st
     return {"metrics": list(metrics), "settings": {name: config.get(name) for name in metrics}}
 
 
+EXTRACT_FILE = "report_extract.parquet"
+"""What the report takes of a model's sentences (`results.extracts`)."""
 AGGREGATES = (
     "scores.csv",
     "summary.csv",
     "timing.csv",
     "scored_rows.parquet",
     "resampled.npz",
+    EXTRACT_FILE,
 )
 """A model's aggregates, made from every scored direction (its manifest is a history)."""
 

@@ -256,7 +256,9 @@ def summary(table: DirectionTable) -> pd.DataFrame:
     """Macro averages over directions: overall, by source, by target, and relative to English.
 
     Each mean (and corpus score) is the mean over the group's directions; the interval of a
-    mean resamples sentences within each direction (`stats.macro_interval`).
+    mean resamples sentences within each direction (`stats.macro_interval`). The groups are
+    index arrays into the directions, each column a numpy vector: a group costs its own
+    arithmetic, not a table of its own.
     """
     scores = table.scores
     averaged = [
@@ -265,26 +267,31 @@ def summary(table: DirectionTable) -> pd.DataFrame:
         if c not in (*GROUP_COLUMNS, "n_sentences", COST, UNSEEN)
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
-    into_english = scores["tgt_lang"] == ENGLISH
-    out_of_english = scores["src_lang"] == ENGLISH
-    groups: list[tuple[str, str, pd.DataFrame]] = [("all", "all", scores)]
-    groups += [("src_lang", str(code), part) for code, part in scores.groupby("src_lang")]
-    groups += [("tgt_lang", str(code), part) for code, part in scores.groupby("tgt_lang")]
+    into_english = (scores["tgt_lang"] == ENGLISH).to_numpy()
+    out_of_english = (scores["src_lang"] == ENGLISH).to_numpy()
+    everything = np.arange(len(scores))
+    groups: list[tuple[str, str, np.ndarray]] = [("all", "all", everything)]
+    for by in GROUP_COLUMNS:
+        indices = scores.groupby(by).indices
+        groups += [(by, str(code), indices[code]) for code in sorted(indices)]
     groups += [
-        ("english", "into_english", scores[into_english]),
-        ("english", "out_of_english", scores[out_of_english]),
-        ("english", "without_english", scores[~into_english & ~out_of_english]),
+        ("english", "into_english", np.flatnonzero(into_english)),
+        ("english", "out_of_english", np.flatnonzero(out_of_english)),
+        ("english", "without_english", np.flatnonzero(~into_english & ~out_of_english)),
     ]
+    values = {column: scores[column].to_numpy(dtype=np.float64) for column in averaged}
+    costs = scores[COST].to_numpy(dtype=np.float64) if COST in scores else None
     records = []
-    for by, name, part in groups:
-        if not len(part):
+    for by, name, members in groups:
+        if not len(members):
             continue
-        record = {"group_by": by, "group": name, "n_directions": len(part)}
-        record |= part[averaged].mean().to_dict()
-        if COST in part:  # what the group's directions cost together
-            record[COST] = part[COST].sum()
+        record: dict[str, Any] = {"group_by": by, "group": name, "n_directions": len(members)}
+        # As pandas averages a column: NaN left out (`stats.skipna_mean`).
+        record |= {column: skipna_mean(vector[members]) for column, vector in values.items()}
+        if costs is not None:  # what the group's directions cost together
+            record[COST] = float(np.nansum(costs[members]))
         for column, resampled in table.resampled.resamples.items():
-            interval = macro_interval(resampled[part.index.to_numpy()])
+            interval = macro_interval(resampled[members])
             record[f"{column}_ci_low"], record[f"{column}_ci_high"] = interval
         records.append(record)
     per_direction = [c for c in scores.columns if c not in (*GROUP_COLUMNS, "n_sentences")]

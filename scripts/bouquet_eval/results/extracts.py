@@ -3,11 +3,12 @@
 The report's pages that span models need little of a model's ~900,000 sentence scores: per
 score column the statistics of its violin (`violin_of`), its worst sentences in each direction
 on the primary metric (`views.worst_sentences`), and one sample sentence per direction
-(`views.sample_sentences`), with their texts. Each model's `heatmaps` job takes them from its
-scored_rows.parquet (`model_extract`) into report_extract.parquet beside it, tracked like any
-other output: new scores make a new extract. The leaderboard job then reads the extracts and,
-of each model's rows, only the column of the primary metric (`from_extracts`): adding a model
-reads its extract, not every model's rows and texts again.
+(`views.sample_sentences`), with their texts. Each model's aggregation takes them from the rows
+it writes into scored_rows.parquet (`ExtractBuilder`, the same as `model_extract` of that file)
+into report_extract.parquet beside it, one of its aggregates: new scores make a new extract.
+The leaderboard job then reads the extracts and, of each model's rows, only the column of the
+primary metric (`from_extracts`): adding a model reads its extract, not every model's rows and
+texts again.
 
 The sentences page also shows every model's score of the other models' worst sentences, and
 each sentence's source and reference, which the page took from the first model's rows. Both are
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.io import atomic_path
+from bouquet_eval.data import outputs
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
 from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import (
@@ -44,7 +46,7 @@ from bouquet_eval.results.views import (
 
 log = logging.getLogger(__name__)
 
-EXTRACT_FILE = "report_extract.parquet"
+EXTRACT_FILE = outputs.EXTRACT_FILE
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 POSITION = "position"
 """The column of an extract's rows holding their positions (from 0) in scored_rows.parquet."""
