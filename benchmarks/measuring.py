@@ -111,6 +111,20 @@ def bf16_peak_tflops(device: str) -> float | None:
     return next((peak for key, peak in BF16_PEAK_TFLOPS.items() if key in name), None)
 
 
+def plan_record(name: str, took: Timed, segments: int, **measured: Any) -> dict[str, Any]:
+    """A plan's line, printed, and its record: seconds, segments per second, peak memory and
+    what else the benchmark `measured`."""
+    print(f"{name}: {took.seconds:.2f} s, {segments / took.seconds:.1f} segments/s", flush=True)
+    return {
+        "plan": name,
+        "segments": segments,
+        "seconds": took.seconds,
+        "segments_per_s": segments / took.seconds,
+        "peak_gib": took.peak_gib,
+        **measured,
+    }
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     import torch
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +47,6 @@ SPAN_CHANGES = {"float16": 0.05, "bfloat16": 0.25}
 """The share of sentences whose xCOMET error spans may differ from float32's."""
 BATCHING_TOLERANCE = 1e-5
 """Batches sized by tokens against comet-score's, float32: padding changes sums' order."""
-
-
-@pytest.fixture(scope="session")
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread: two spin against each other, and against the
-    other processes of a busy machine (a test took 20 times longer)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
