@@ -57,6 +57,7 @@ from measuring import (  # noqa: E402
     bf16_peak_tflops,
     environment,
     markdown_table,
+    matmul_tflops,
     repeated,
     timed,
     write_json,
@@ -133,19 +134,6 @@ def counted_flops(work: Callable[[], Any]) -> float:
     with torch.inference_mode(), FlopCounterMode(display=False) as counter:
         work()
     return float(counter.get_total_flops())
-
-
-def matmul_tflops(device: str) -> float | None:
-    """An 8192^3 bfloat16 matrix product's rate: what the card reaches on plain products."""
-    import torch
-
-    if device != "cuda":
-        return None
-    a, b = (torch.randn(8192, 8192, device=device, dtype=torch.bfloat16) for _ in range(2))
-    for _ in range(3):
-        a @ b
-    took, _ = timed(device, lambda: [a @ b for _ in range(10)])
-    return 10 * 2 * 8192**3 / took.seconds / 1e12
 
 
 @dataclass

@@ -125,6 +125,19 @@ def plan_record(name: str, took: Timed, segments: int, **measured: Any) -> dict[
     }
 
 
+def matmul_tflops(device: str) -> float | None:
+    """An 8192^3 bfloat16 matrix product's rate: what the card reaches on plain products."""
+    import torch
+
+    if device != "cuda":
+        return None
+    a, b = (torch.randn(8192, 8192, device=device, dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    took, _ = timed(device, lambda: [a @ b for _ in range(10)])
+    return 10 * 2 * 8192**3 / took.seconds / 1e12
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     import torch
 

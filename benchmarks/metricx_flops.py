@@ -34,6 +34,7 @@ from measuring import (
     bf16_peak_tflops,
     environment,
     markdown_table,
+    matmul_tflops,
     repeated,
     timed,
     write_json,
@@ -77,18 +78,6 @@ def counted_flops(model: Any, rows: int, width: int, device: str) -> float:
             use_cache=False,
         )
     return float(counter.get_total_flops())
-
-
-def matmul_tflops(device: str) -> float | None:
-    import torch
-
-    if device != "cuda":
-        return None
-    a, b = (torch.randn(8192, 8192, device=device, dtype=torch.bfloat16) for _ in range(2))
-    for _ in range(3):
-        a @ b
-    took, _ = timed(device, lambda: [a @ b for _ in range(10)])
-    return 10 * 2 * 8192**3 / took.seconds / 1e12
 
 
 def kernel_breakdown(device: str, work: Callable[[], Any], top: int = 12) -> str:

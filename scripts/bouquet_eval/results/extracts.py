@@ -22,6 +22,7 @@ from the models' rows, as without extracts.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,8 @@ POSITION = "position"
 """The column of an extract's rows holding their positions (from 0) in scored_rows.parquet."""
 METADATA_KEY = b"bouquet_eval.report_extract"
 
+CHUNK_ROWS = 1 << 17
+"""Rows an `ExtractBuilder` takes at a time (a direction is about 850)."""
 DENSITY_BINS = 4096
 """Bins of the histogram a violin's density is smoothed from (see `binned_density`)."""
 
@@ -77,14 +80,30 @@ def finite_values(values: pd.Series) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
+VIOLIN_POINTS = 100
+"""Where a violin's density is evaluated (matplotlib's `violin_stats` default)."""
+
+
 def violin_of(values: pd.Series) -> dict[str, Any] | None:
     """matplotlib's violin statistics of a model's sentence scores on one metric (their
-    density from `binned_density`, mean, median, extremes); None where it has no score.
-    Made a model at a time: the figure needs these, not the scores."""
-    from matplotlib import cbook
-
+    density from `binned_density`, mean, median, extremes), as its `cbook.violin_stats` makes
+    them, number for number, without importing matplotlib (the aggregation makes them, which
+    draws nothing); None where it has no score. Made a model at a time: the figure needs
+    these, not the scores."""
     finite = finite_values(values)
-    return cbook.violin_stats([finite], binned_density)[0] if finite.size else None
+    if not finite.size:
+        return None
+    low, high = np.min(finite), np.max(finite)
+    coords = np.linspace(low, high, VIOLIN_POINTS)
+    return {
+        "vals": binned_density(finite, coords),
+        "coords": coords,
+        "mean": np.mean(finite),
+        "median": np.median(finite),
+        "min": low,
+        "max": high,
+        "quantiles": np.array([]),
+    }
 
 
 SENTENCE_TEXTS = ("src_text", "ref_text")
@@ -330,36 +349,52 @@ class ExtractBuilder:
         self.worst: list[int] = []
         self.sample: list[int] = []
         self.chosen: list[Any] = []
-        """Per direction, the arrow table of its chosen rows (converted once, at the end)."""
+        """The arrow tables of the chosen rows (converted once, at the end)."""
         self.positions: list[np.ndarray] = []
+        self.pending: list[Any] = []
+        """Directions not yet gone through: they are taken many at a time, each arrow call
+        made once for many directions rather than once for each."""
 
     def add(self, table: Any) -> None:
         """The next direction's rows, an arrow table with the file's columns."""
+        self.pending.append(table)
+        if sum(part.num_rows for part in self.pending) >= CHUNK_ROWS:
+            self._take_pending()
+
+    def _take_pending(self) -> None:
         import pyarrow as pa
 
-        start = self.digest.rows
-        self.digest.add(table)
-        if not table.num_rows:
+        directions = [part for part in self.pending if part.num_rows]
+        self.pending = []
+        if not directions:
             return
-        scores = {c: np.asarray(table.column(c), dtype=float) for c in self.covered}
+        # One contiguous array per column: each hash and take is then one pass, not a pass per
+        # direction.
+        chunk = pa.concat_tables(directions).combine_chunks()
+        start = self.digest.rows
+        self.digest.add(chunk)
+        scores = {c: np.asarray(chunk.column(c), dtype=float) for c in self.covered}
         for column, values in scores.items():
             self.values[column].append(values)
+        bounds = np.cumsum([0, *(part.num_rows for part in directions)])
         chosen: list[np.ndarray] = []
-        if self.primary is not None:
-            primary = scores[self.primary]
-            usable = np.flatnonzero(~np.isnan(primary))
-            key = -primary[usable] if self.lower[self.primary] else primary[usable]
-            worst = usable[np.argsort(key, kind="stable")[:WORST_SENTENCES]]
-            self.worst += (worst + start).tolist()
-            chosen.append(worst)
-        first = int(np.argmin(self.rank[start : start + table.num_rows]))
-        self.sample.append(start + first)
-        chosen.append(np.array([first]))
+        for first, end in itertools.pairwise(bounds.tolist()):
+            if self.primary is not None:
+                primary = scores[self.primary][first:end]
+                usable = np.flatnonzero(~np.isnan(primary))
+                key = -primary[usable] if self.lower[self.primary] else primary[usable]
+                worst = first + usable[np.argsort(key, kind="stable")[:WORST_SENTENCES]]
+                self.worst += (worst + start).tolist()
+                chosen.append(worst)
+            sample = first + int(np.argmin(self.rank[start + first : start + end]))
+            self.sample.append(start + sample)
+            chosen.append(np.array([sample]))
         taken = np.unique(np.concatenate(chosen)).astype(np.int64)
-        self.chosen.append(table.select([*SENTENCE_KEY, *self.texts]).take(pa.array(taken)))
+        self.chosen.append(chunk.select([*SENTENCE_KEY, *self.texts]).take(pa.array(taken)))
         self.positions.append(taken + start)
 
     def extract(self) -> ReportExtract:
+        self._take_pending()
         if self.digest.rows != len(self.rank):
             raise ValueError(f"{self.digest.rows} rows streamed, {len(self.rank)} announced")
         import pyarrow as pa
