@@ -138,6 +138,19 @@ def matmul_tflops(device: str) -> float | None:
     return 10 * 2 * 8192**3 / took.seconds / 1e12
 
 
+def child_json(script: str, *arguments: str, env: dict[str, str] | None = None) -> Any:
+    """What `script --child arguments` printed last, as JSON: a benchmark's step measured in a
+    process of its own."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, script, "--child", *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if completed.returncode:
+        raise RuntimeError(completed.stderr[-3000:])
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     import torch
 

@@ -35,7 +35,6 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from measuring import child_json
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 # This checkout's package and tests, whatever the environment has installed.
@@ -75,28 +75,29 @@ def child_own(output: Path, model: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from bouquet_eval.core.stats import Resampling
-    from bouquet_eval.results.aggregate import direction_table, summary
+    from bouquet_eval.results.aggregate import direction_values, score_table, summary
     from bouquet_eval.results.extracts import EXTRACT_FILE, ExtractBuilder
     from bouquet_eval.results.report import write_heatmaps
 
     folder = output / model
     scored = folder / "scored_rows.parquet"
     measured = {}
-    started = clock()
-    rows = pd.read_parquet(scored, columns=[*KEYS, *COLUMNS])
-    table = direction_table(rows, COLUMNS, Resampling())
-    table.scores.to_csv(folder / "scores.csv", index=False)
-    summary(table).to_csv(folder / "summary.csv", index=False)
-    table.resampled.write(folder / "resampled.npz")
-    measured["statistics"] = since(started)
     # The rows as the aggregation holds them, a direction at a time (not timed: it reads them
-    # to write scored_rows.parquet).
+    # from the scored files to write scored_rows.parquet).
     whole = pq.read_table(scored)
     sources = whole.column("src_lang").to_numpy(zero_copy_only=False)
     targets = whole.column("tgt_lang").to_numpy(zero_copy_only=False)
     edges = np.flatnonzero((sources[1:] != sources[:-1]) | (targets[1:] != targets[:-1])) + 1
     bounds = [0, *edges.tolist(), whole.num_rows]
     directions = [whole.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+    # As `aggregate.write_aggregates` makes them of the directions it reads.
+    started = clock()
+    values = [direction_values(part, COLUMNS, [], str(n)) for n, part in enumerate(directions)]
+    table = score_table(values, COLUMNS, set(), Resampling())
+    table.scores.to_csv(folder / "scores.csv", index=False)
+    summary(table).to_csv(folder / "summary.csv", index=False)
+    table.resampled.write(folder / "resampled.npz")
+    measured["statistics"] = since(started)
     started = clock()
     builder = ExtractBuilder(whole.num_rows, whole.column_names, COLUMNS, LOWER)
     for direction in directions:
@@ -111,49 +112,20 @@ def child_own(output: Path, model: str) -> dict[str, Any]:
 
 
 def child_leaderboard(output: Path, count: int, target: Path) -> dict[str, Any]:
-    """The leaderboard job of the first `count` models: the leaderboard and every page."""
-    import pandas as pd
+    """The leaderboard job of the first `count` models: the leaderboard and every page
+    (results_scale.py's, the last model as the results page's baseline)."""
+    from results_scale import leaderboard_job, report_pages
 
     from bouquet_eval.core.stats import Resampling
-    from bouquet_eval.results.extracts import EXTRACT_FILE
-    from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
-    from bouquet_eval.results.report import (
-        LazyRows,
-        RunRecords,
-        figure_paths,
-        versus_baseline,
-        write_figures,
-    )
+    from bouquet_eval.results.report import LazyRows, versus_baseline
 
     models = names(count)
-    resampling = Resampling()
     started = clock()
-    files = [
-        (
-            output / m / "scores.csv",
-            output / m / "scored_rows.parquet",
-            output / m / "resampled.npz",
-        )
-        for m in models
-    ]
-    results = read_results(models, files, COLUMNS, resampling)
-    board = build_leaderboard(results, COLUMNS, LOWER, resampling)
-    write_leaderboard(board, target / "leaderboard.csv", target / "leaderboard.md", LOWER)
-    timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
-    run = RunRecords(
-        timing={m: timing for m in models},
-        gpus={m: 0 for m in models},
-        config={"dataset": {"path": str(output.parent / "dataset")}},
-        manifests={m: {"entries": []} for m in models},
-    )
-    first = results[0].scores
-    directions = [f"{s}-{t}" for s, t in zip(first["src_lang"], first["tgt_lang"], strict=True)]
-    paths = figure_paths(target / "report", models, COLUMNS, directions)
-    rows = {m: output / m / "scored_rows.parquet" for m in models}
-    extracts = {m: output / m / EXTRACT_FILE for m in models}
-    write_figures(paths, board, results, rows, run, LOWER, resampling, models[-1], extracts)
+    results, board = leaderboard_job(output, models, target)
+    report_pages(output, models, target, results, board)
     measured = since(started)
     # What the results page compares, for the check against the baseline (not timed).
+    resampling = Resampling()
     statistics = {r.name: r.statistics(COLUMNS, resampling) for r in results}
     by_name = {r.name: r for r in results}
     versus = versus_baseline(board, LazyRows(by_name), statistics, models[-1], resampling)
@@ -166,6 +138,7 @@ def child_baseline(output: Path, count: int, target: Path) -> dict[str, Any]:
     """The same numbers, vectorised: see the module docstring."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+    from results_scale import p_values
 
     from bouquet_eval.core.stats import Resampling, benjamini_hochberg
 
@@ -177,13 +150,6 @@ def child_baseline(output: Path, count: int, target: Path) -> dict[str, Any]:
         ordered = np.sort(resamples, axis=-1)
         lower = resamples.shape[-1] // 40
         return ordered[..., lower], ordered[..., resamples.shape[-1] - lower - 1]
-
-    def p_values(deltas: np.ndarray, observed: np.ndarray) -> np.ndarray:
-        absolute = np.abs(deltas)
-        centred = absolute - absolute.mean(axis=1, keepdims=True)
-        real = np.abs(observed)
-        tolerance = 1e-9 * np.maximum(real, np.abs(centred).max(axis=1))
-        return (np.sum(centred >= (real - tolerance)[:, None], axis=1) + 1) / (deltas.shape[1] + 1)
 
     numbers: dict[str, np.ndarray] = {}
     means, resamples = {}, {}
@@ -309,11 +275,7 @@ def checked(output: Path, count: int, target: Path) -> float:
 
 
 def in_child(*arguments: str) -> Any:
-    command = [sys.executable, __file__, "--child", *arguments]
-    completed = subprocess.run(command, capture_output=True, text=True, env=ONE_THREAD)
-    if completed.returncode:
-        raise RuntimeError(completed.stderr[-3000:])
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return child_json(__file__, *arguments, env=ONE_THREAD)
 
 
 def main() -> None:
