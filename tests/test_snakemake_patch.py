@@ -14,12 +14,20 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import snakemake
 from snakemake.persistence import PersistenceBase
 from snakemake.scheduling.job_scheduler import JobScheduler
 
-from bouquet_eval.planning.snakemake_patch import _LeanRounds, changed_sources
+from bouquet_eval.planning.snakemake_patch import (
+    PATCHED_SOURCES,
+    WRITTEN_FOR,
+    _LeanRounds,
+    apply_to_run,
+    changed_sources,
+    unpatched_message,
+)
 
-from .conftest import REPOSITORY
+from .conftest import REPOSITORY, patience
 
 JOBS = 3
 SNAKEFILE = f"""
@@ -35,28 +43,31 @@ rule all:
 rule make:
     input: "in/{{i}}.txt", "in/shared.txt"
     output: "out/{{i}}.txt", "out/{{i}}.copy"
-    params: seconds=lambda wildcards: config.get("seconds", 0)
-    shell: "sleep {{params.seconds}}; cp {{input[0]}} {{output[0]}}; cp {{input[0]}} {{output[1]}}"
+    shell: "cp {{input[0]}} {{output[0]}}; cp {{input[0]}} {{output[1]}}"
 """
 
 
 def test_the_patch_is_written_for_the_pinned_snakemake() -> None:
     """Upgrading Snakemake fails here first: the patch is then reviewed against the new code."""
     pins = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert "snakemake==9.27.1" in pins
+    assert f"snakemake=={WRITTEN_FOR}" in pins
+    assert snakemake.__version__ == WRITTEN_FOR
     classes = {"JobScheduler": JobScheduler, "PersistenceBase": PersistenceBase}
     assert changed_sources(classes) == []
 
 
 def run(folder: Path, *config: str) -> str:
-    """The tiny workflow above on one core, its jobs waiting for it in turn; Snakemake's log."""
+    """The tiny workflow above on one core, its jobs waiting for it in turn; Snakemake's log.
+    A run whose rounds were not released would hang: it fails after a bound."""
     (folder / "in").mkdir(parents=True)
     for name in [*map(str, range(JOBS)), "shared"]:
         (folder / "in" / f"{name}.txt").write_text(name)
     (folder / "Snakefile").write_text(SNAKEFILE)
     command = [sys.executable, "-m", "snakemake", "--cores", "1", "--verbose"]
     command += ["--workflow-profile", "none", "--config", *config]
-    finished = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=True)
+    finished = subprocess.run(
+        command, cwd=folder, capture_output=True, text=True, check=True, timeout=patience(120)
+    )
     return finished.stdout + finished.stderr
 
 
@@ -71,15 +82,15 @@ def records(folder: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_rounds_follow_the_jobs_and_records_are_snakemake_s_own(tmp_path: Path) -> None:
-    """Jobs of a second each, waiting for one core: a scheduler round when one finishes, not
-    a round every second (Snakemake's timer) re-reading the inputs of those that wait."""
-    patched = run(tmp_path / "patched", "patch=1", "seconds=1")
+def test_a_patched_run_finishes_with_snakemake_s_own_records(tmp_path: Path) -> None:
+    """Jobs waiting for one core, no timed rounds: each finished job releases the round that
+    starts the next (the rounds themselves are counted by the tests below), and every record
+    written is the one Snakemake writes unpatched."""
+    patched = run(tmp_path / "patched", "patch=1")
     assert "left as they are: []" in patched
     # A round to start, one as each job finishes (the `all` job is one).
-    rounds = patched.count("Ready jobs:")
-    assert rounds <= JOBS + 2, patched
-    run(tmp_path / "plain", "seconds=1")
+    assert patched.count("Ready jobs:") <= JOBS + 2, patched
+    run(tmp_path / "plain")
     assert records(tmp_path / "patched") == records(tmp_path / "plain")
     assert len(records(tmp_path / "plain")) == 2 * JOBS
 
@@ -136,3 +147,27 @@ def test_a_timed_round_only_when_the_rate_limit_was_reached() -> None:
     scheduler.job_selector(["b"])
     scheduler._schedule_reevalutation(1)
     assert armed == [1]
+
+
+def test_a_snakemake_whose_code_differs_runs_unpatched_and_says_why(monkeypatch: Any) -> None:
+    """Another Snakemake (here: one method's source not the one recorded): the scheduler is
+    left whole as it is, the records (whose source is the same) are still patched, and the
+    run's message names the version, the method and what to install."""
+    monkeypatch.setitem(PATCHED_SOURCES, "JobScheduler.update_input_sizes", "0" * 16)
+
+    def own(*arguments: Any) -> None: ...
+
+    scheduler = SimpleNamespace(
+        update_input_sizes=own, job_selector=own, _schedule_reevalutation=own
+    )
+    persistence = SimpleNamespace(finished=own)
+    workflow = SimpleNamespace(scheduler=scheduler, persistence=persistence)
+    unpatched = apply_to_run(workflow)
+    assert unpatched == ["JobScheduler.update_input_sizes"]
+    assert scheduler.update_input_sizes is own
+    assert scheduler.job_selector is own
+    assert scheduler._schedule_reevalutation is own
+    assert persistence.finished is not own
+    message = unpatched_message(unpatched)
+    assert f"snakemake {snakemake.__version__}'s JobScheduler.update_input_sizes" in message
+    assert f"snakemake=={WRITTEN_FOR}" in message

@@ -18,7 +18,7 @@ from bouquet_eval.planning.runs import (
     refuse_beside_live_runs,
     register,
 )
-from bouquet_eval.planning.snakemake_patch import apply_to_run
+from bouquet_eval.planning.snakemake_patch import apply_to_run, unpatched_message
 
 
 onerror:
@@ -59,11 +59,7 @@ onstart:
     # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
     unpatched = apply_to_run(workflow)
     if unpatched:
-        logger.info(
-            f"bouquet-eval: Snakemake's {', '.join(unpatched)} differ from the code of "
-            "snakemake 9.27.1, which the workflow's patch of its main process was written "
-            "for: left as they are (the run costs more CPU while jobs wait)"
-        )
+        logger.warning(unpatched_message(unpatched))
 
 
 def refuse_what_the_hub_cannot_give(jobs):

@@ -47,6 +47,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+WRITTEN_FOR = "9.27.1"
+"""The Snakemake version the patch was written against (pyproject.toml pins it)."""
+
 PATCHED_SOURCES = {
     "JobScheduler.schedule": "9f32db93a39bd96f",
     "JobScheduler.update_input_sizes": "3d3d19efdbbe3267",
@@ -80,7 +83,8 @@ def changed_sources(classes: dict[str, type]) -> list[str]:
 
 def apply_to_run(workflow: Any) -> list[str]:
     """Patch this run's scheduler and records (see the module docstring); the methods left
-    as they are because their source is not the one the patch was written against."""
+    as they are because their source is not the one the patch was written against (each part
+    is applied whole or not at all)."""
     from snakemake.persistence import PersistenceBase
     from snakemake.scheduling.job_scheduler import JobScheduler
 
@@ -91,6 +95,19 @@ def apply_to_run(workflow: Any) -> list[str]:
         persistence = workflow.persistence
         persistence.finished = _InputsHashedOnce(persistence).finished
     return changed
+
+
+def unpatched_message(unpatched: list[str]) -> str:
+    """What a run says when `apply_to_run` left methods as they are, and why."""
+    from snakemake import __version__
+
+    return (
+        f"bouquet-eval: snakemake {__version__}'s {', '.join(unpatched)} differ from the code "
+        f"of snakemake {WRITTEN_FOR}, which the workflow's patch of its main process was "
+        "written for: left as they are (the run is Snakemake's own; its main process costs "
+        f"more CPU while jobs wait for cores). Install snakemake=={WRITTEN_FOR}, the version "
+        "pyproject.toml pins, to have it."
+    )
 
 
 class _LeanRounds:
