@@ -446,13 +446,13 @@ def test_dry_run_prints_the_configuration_and_writes_none(tmp_path: Path, datase
 
 
 def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow) -> None:
-    """Plain Snakemake with the workflow's profile: 1062 directions and 3 models."""
+    """Plain Snakemake with the workflow's profile: 1062 directions and 3 models, in the jobs
+    the default `shards: auto` makes of them on the run's two cores."""
     data = tmp_path / "synthetic"
     write_dataset(data, synthetic_directions(1062))
     workflow.write_config(
         {
             "dataset": {"path": str(data)},
-            "shards": 8,
             "models": [
                 {"name": "copy-source", "translator": "copy-source"},
                 {"name": "reference", "translator": "reference"},
@@ -465,6 +465,18 @@ def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow)
     assert len(lines) < 200 and max(map(len, lines)) < 2000, len(lines)
     own = [line for line in result.stderr.splitlines() if "workflow specific profile" not in line]
     assert own[0] == "bouquet-eval: 1062 directions, 3 models selected (2,124 sentences per model)"
+    # A CPU model's translate and chrF++ jobs take a core each: two of each on two cores.
+    # vLLM's jobs (4 CPUs and a GPU Snakemake is not told of) are as many as one at a time
+    # can be; its score jobs follow its translate jobs.
+    jobs = dict(re.findall(r"^    (\w+): (\d+) jobs?, threads", result.stdout, re.MULTILINE))
+    assert {rule: int(count) for rule, count in jobs.items() if "_" in rule} == {
+        "translate_copy_source": 2,
+        "translate_reference": 2,
+        "translate_llama": 1,
+        "score_workflow_cpu_copy_source": 2,
+        "score_workflow_cpu_reference": 2,
+        "score_workflow_cpu_llama": 1,
+    }, result.stdout
 
 
 def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:

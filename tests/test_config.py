@@ -28,7 +28,7 @@ def test_defaults_are_filled() -> None:
     assert config["directions"] == {"src_langs": [], "tgt_langs": [], "list": [], "shard": None}
     assert config["limit"] is None
     assert config["output_dir"] == "runs"
-    assert config["shards"] == 4
+    assert config["shards"] == "auto"
     assert config["metrics"] == ["chrf"]
     assert config["metricx"] == {
         "model": "google/metricx-24-hybrid-xl-v2p6",

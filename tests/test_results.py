@@ -260,7 +260,7 @@ def test_leaderboard_through_the_workflow(run: Workflow) -> None:
 
 
 def test_the_report_reads_each_models_extract(run: Workflow) -> None:
-    """Each model's `heatmaps` job extracts its sentences for the report; the leaderboard job
+    """Each model's aggregation extracts its sentences for the report; the leaderboard job
     makes the distributions and sentences pages from the extracts, not from every row."""
     for model in MODELS:
         assert (run.workdir / "runs" / model / EXTRACT_FILE).is_file()
@@ -629,6 +629,8 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
 def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     column: str, lower: set[str]
 ) -> None:
+    import xml.etree.ElementTree as ElementTree
+
     from bouquet_eval.results.figures import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
@@ -636,35 +638,62 @@ def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
         {"src_lang": ["eng_Latn", "fra_Latn"], "tgt_lang": ["fra_Latn", "eng_Latn"],
          column: [good, bad]}
     )  # fmt: skip
-    axes = heatmap(scores, column, "m", lower).axes[0]
-    colours = {float(text.get_text()): text.get_color() for text in axes.texts}
+    svg = ElementTree.fromstring(heatmap(scores, column, "m", lower))
+    names = "{http://www.w3.org/2000/svg}"
+    # A square per evaluated direction, named in its tooltip, and its value on it.
+    tips = [str(title.text) for title in svg.iter(f"{names}title")]
+    arrow = "\N{RIGHTWARDS ARROW}"
+    expected = [f"eng_Latn {arrow} fra_Latn: {good:.2f}", f"fra_Latn {arrow} eng_Latn: {bad:.2f}"]
+    assert sorted(tips) == sorted(expected)
+    colours = {
+        float(text.text): text.get("fill")
+        for text in svg.iter(f"{names}text")
+        if text.get("fill") and text.text and text.text[0].isdigit()
+    }
     # The best cell is the bright end of the scale, the worst the dark end.
     assert colours == {good: "black", bad: "white"}
 
 
 def test_a_heatmap_of_a_column_with_a_target_is_lightest_at_it() -> None:
-    """Closest to the target is best: the target the light middle of a diverging scale, equal
-    distances above and below it equally far from the middle."""
-    import matplotlib.colors
+    """Closest to the target is best: the target the light middle of a diverging scale (matplotlib's
+    RdBu, the oracle), equal distances above and below it equally far from the middle."""
+    import xml.etree.ElementTree as ElementTree
+
+    import matplotlib
 
     from bouquet_eval.results.figures import heatmap
 
+    values = {("eng_Latn", "fra_Latn"): 1.0, ("fra_Latn", "eng_Latn"): 1.6,
+              ("eng_Latn", "deu_Latn"): 0.4, ("deu_Latn", "eng_Latn"): 1.3}  # fmt: skip
     scores = pd.DataFrame(
-        {"src_lang": ["eng_Latn", "fra_Latn", "eng_Latn"],
-         "tgt_lang": ["fra_Latn", "eng_Latn", "deu_Latn"], "ratio": [1.0, 1.6, 0.4]}
-    )  # fmt: skip
-    axes = heatmap(scores, "ratio", "m", set(), {"ratio": 1.0}).axes[0]
-    (cells,) = axes.collections
+        [{"src_lang": s, "tgt_lang": t, "ratio": v} for (s, t), v in values.items()]
+    )
+    svg = ElementTree.fromstring(heatmap(scores, "ratio", "m", set(), {"ratio": 1.0}))
+    names = "{http://www.w3.org/2000/svg}"
+    arrow = "\N{RIGHTWARDS ARROW}"
 
-    def norm(value: float) -> float:
-        return float(np.asarray(cells.norm(np.array(value))))
+    def rgb(colour: str) -> np.ndarray:
+        return np.asarray(matplotlib.colors.to_rgb(colour))
 
-    assert norm(1.0) == pytest.approx(0.5)
-    assert norm(1.6) - 0.5 == pytest.approx(0.5 - norm(0.4)) and norm(1.6) == pytest.approx(1.0)
-    colours = {float(text.get_text()): text.get_color() for text in axes.texts}
-    assert colours == {1.0: "black", 1.6: "white", 0.4: "white"}
-    assert "(closest to 1 is best)" in axes.get_title()
+    cells = {
+        str(rect.find(f"{names}title").text): rgb(str(rect.get("fill")))  # type: ignore[union-attr]
+        for rect in svg.iter(f"{names}rect")
+        if rect.find(f"{names}title") is not None
+    }
+    diverging = matplotlib.colormaps["RdBu"]
+    # The scale reaches as far below the target as above it: 0.4 to 1.6.
+    for (source, target), value in values.items():
+        expected = np.asarray(diverging((value - 0.4) / 1.2))[:3]
+        assert np.abs(cells[f"{source} {arrow} {target}: {value:.2f}"] - expected).max() < 3 / 255
+    texts = [text for text in svg.iter(f"{names}text") if text.text]
+    on_cells = {float(str(t.text)): t.get("fill") for t in texts if t.get("fill")}
+    assert on_cells == {1.0: "black", 1.6: "white", 0.4: "white", 1.3: "black"}
+    assert any("(closest to 1 is best)" in str(t.text) for t in texts)
+    assert {"1.60", "1.00", "0.40"} <= {str(t.text) for t in texts}  # the scale's ends and middle
     # A cell of no direction does not look like one on the target.
-    middle = np.asarray(cells.cmap(norm(1.0)))[:3]
-    empty = np.asarray(matplotlib.colors.to_rgb(axes.get_facecolor()))
-    assert np.abs(middle - empty).max() > 0.25
+    (empty,) = [
+        rgb(str(rect.get("fill")))
+        for rect in svg.iter(f"{names}rect")
+        if rect.find(f"{names}title") is None and str(rect.get("fill")).startswith("#")
+    ]
+    assert np.abs(np.asarray(diverging(0.5))[:3] - empty).max() > 0.25

@@ -1,6 +1,7 @@
-"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz and
-manifest entry."""
+"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz, report
+extract and manifest entry."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
@@ -20,6 +21,8 @@ from bouquet_eval.results.aggregate import (
     write_aggregates,
     write_csv,
 )
+from bouquet_eval.results.extracts import ExtractBuilder
+from bouquet_eval.results.leaderboard import lower_is_better_columns, score_columns
 
 AGGREGATE_OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
 
@@ -38,13 +41,24 @@ def main(snakemake: SnakemakeJob) -> None:
             model_price(settings, entry),
             is_batch(entry),
         )
+        extracts: list[ExtractBuilder] = []
+
+        def extract(rows: int, names: Sequence[str]) -> ExtractBuilder:
+            builder = ExtractBuilder(
+                rows, names, score_columns(metrics), lower_is_better_columns(metrics)
+            )
+            extracts.append(builder)
+            return builder
+
         scores = write_aggregates(
             scored,
             metrics,
             resampling,
             {name: Path(snakemake.output[name]) for name in AGGREGATE_OUTPUTS},
             timing,
+            extract,
         )
+        extracts[0].extract().write(Path(snakemake.output.extract))
         write_csv(Path(snakemake.output.timing), timing)
         append_manifest(
             Path(snakemake.output.manifest),

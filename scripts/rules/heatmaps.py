@@ -1,5 +1,4 @@
-"""Rule script: one model's share of the report: its heatmaps, from its scores.csv, and its
-report extract, from its scored_rows.parquet."""
+"""Rule script: one model's heatmaps, from its scores.csv."""
 
 from pathlib import Path
 
@@ -7,7 +6,6 @@ import pandas as pd
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.results.extracts import model_extract
 from bouquet_eval.results.figures import write_heatmaps
 from bouquet_eval.results.leaderboard import lower_is_better_columns, target_columns
 
@@ -23,9 +21,6 @@ def main(snakemake: SnakemakeJob) -> None:
         scores = pd.read_csv(snakemake.input.scores)
         write_heatmaps(paths, scores, model, set(lower), target_columns(metrics))
         log.info("%d heatmaps of %s written", len(paths), model)
-        extract = model_extract(Path(snakemake.input.scored_rows), columns, set(lower))
-        extract.write(Path(snakemake.output.extract))
-        log.info("%d sentences of %s extracted for the report", len(extract.rows), model)
 
 
 if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob

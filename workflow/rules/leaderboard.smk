@@ -81,16 +81,13 @@ rule leaderboard:
         "../../scripts/rules/leaderboard.py"
 
 
-# Each model's share of the report, from its own files alone: its heatmaps (from its scores)
-# and what the pages that span models take of its sentences (violins, its worst and sample
-# sentences with their texts), read by the leaderboard job. Adding a model makes only its own.
+# Each model's heatmaps, from its scores alone (what the pages that span models take of its
+# sentences, its report extract, is made by its aggregation). Adding a model draws only its own.
 # Part of `all` beside the leaderboard.
 rule heatmaps:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
-        scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
     output:
-        extract=OUTPUT_DIR / "{model}" / EXTRACT_FILE,
         heatmaps=[
             report(
                 heatmap_path(REPORT_DIR, "{model}", column),

@@ -148,6 +148,18 @@ class ResumableOutput:
     def is_current(self) -> bool:
         return self.stale_reason() is None
 
+    def holds_what_was_written(self) -> bool:
+        """Whether the output and its `inputs` hold what they held when it was written, with
+        whatever settings (which `is_current` checks too); its record may name more inputs."""
+        record = self.record()
+        if record is None or "output" not in record:
+            return False
+        recorded = record.get("inputs") or {}
+        return all(
+            role in recorded and _state(recorded[role]).matches(path)
+            for role, path in self.inputs.items()
+        ) and _state(record["output"]).matches(self.path)
+
     @cached_property
     def input_states(self) -> dict[str, FileState]:
         return {role: FileState.of(path) for role, path in sorted(self.inputs.items())}

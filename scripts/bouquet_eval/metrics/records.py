@@ -287,8 +287,17 @@ def _comet(
                 "default": default_model,
                 "changes": ["scores"],
             },
+            "batch_tokens": {
+                "description": "Tokens per batch (segments times the longest one's tokens, "
+                "every field counted): batches sorted by length and sized by tokens. null: "
+                "comet-score's batches of batch_size, in the order of the sources' lengths.",
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "default": 16384,
+                "changes": ["scores"],
+            },
             "batch_size": {
-                "description": "Sentences per batch (comet-score's default).",
+                "description": "Segments per batch where batch_tokens is null.",
                 "type": "integer",
                 "minimum": 1,
                 "default": 16,

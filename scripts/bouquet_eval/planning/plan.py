@@ -22,8 +22,8 @@ announces the selection once Snakemake plans the run, not while it parses the wo
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from bouquet_eval.metrics.records import RECORDS, MetricSet
 from bouquet_eval.planning.channel import declared_settings, slice_of
 from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import load_schema, plain_config, validate_config
-from bouquet_eval.planning.sharding import assign_shards, take_part
+from bouquet_eval.planning.sharding import AUTO, assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
     deciding_settings,
@@ -129,6 +129,8 @@ class ModelPlan:
     hand it (`Backend.request_cache`); None for a translator that keeps none."""
     takes_limit: bool = False
     """Whether its translate jobs hand its translator the run's `limit` (`Backend.takes_limit`)."""
+    fits_run: bool = False
+    """Whether its shards are `auto`: fitted to the run's cores (`Plan.fitted`)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -168,6 +170,8 @@ class Plan:
     (`directions.shard`)."""
     selected: int
     """How many directions the filters select, before a part of them is taken."""
+    part: str | None
+    """This run's part of the selection (`directions.shard`), which its models' shards split."""
     models: Mapping[str, ModelPlan]
     metrics: Sequence[str]
     families: Mapping[str, Sequence[str]]
@@ -201,6 +205,25 @@ class Plan:
         model; a family's score jobs', given the family): the parameter `settings` of the
         rule, which Snakemake records and compares (bouquet_eval.planning.channel)."""
         return self.slices[(stage, model if stage in STAGES_OF_A_MODEL else family)]
+
+    def fitted(self, jobs_at_once: Callable[[ModelPlan], int | None]) -> Plan:
+        """This plan with each `shards: auto` model (and judged system) in as many shards as
+        `jobs_at_once(model)` says: how many of its jobs the run holds at once (None: as
+        planned)."""
+
+        def fitted_model(model: ModelPlan, part: str | None) -> ModelPlan:
+            count = jobs_at_once(model) if model.fits_run else None
+            if count is None:
+                return model
+            directions = [d for chosen in model.shards.values() for d in chosen]
+            return replace(model, shards=assign_shards(directions, count, part))
+
+        part = self.part
+        return replace(
+            self,
+            models={name: fitted_model(m, part) for name, m in self.models.items()},
+            judged={name: fitted_model(m, None) for name, m in self.judged.items()},
+        )
 
     def secrets(self) -> frozenset[str]:
         """The secret values this process knows (see `secrets.known_secrets`)."""
@@ -309,6 +332,7 @@ def load_plan(
             assign_shards(directions, entry.get("shards", config["shards"]), part),
             home,
             model_price(config, entry),
+            config["shards"],
         )
         for entry in config["models"]
     }
@@ -336,6 +360,7 @@ def load_plan(
                 batch=False,
                 shards=assign_shards(system_directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
+                fits_run=config["shards"] == AUTO,
             )
     scored = [*directions, *(d for m in judged.values() for ds in m.shards.values() for d in ds)]
     refuse_unscorable(config, scored)
@@ -348,6 +373,7 @@ def load_plan(
         dataset=dataset,
         directions=tuple(directions),
         selected=len(selected),
+        part=part,
         models=models,
         metrics=tuple(config["metrics"]),
         families=families,
@@ -472,9 +498,11 @@ def plan_model(
     shards: Mapping[str, Sequence[Direction]] | None = None,
     home: Mapping[str, str] | None = None,
     price: Mapping[str, Any] | None = None,
+    shards_setting: int | str | None = None,
 ) -> ModelPlan:
     """A model entry of the configuration, its outputs in `folder`; `home`: variables that
-    its paths may name besides the environment's; `price`: its entry of `prices`."""
+    its paths may name besides the environment's; `price`: its entry of `prices`;
+    `shards_setting`: the configuration's `shards`, which its entry may override."""
     entry = dict(entry)
     provided = None
     if entry["translator"] == "provided":
@@ -509,6 +537,7 @@ def plan_model(
         resources=entry.get("resources") or {},
         request_cache=folder / REQUEST_CACHE if backend and backend.request_cache else None,
         takes_limit=bool(backend and backend.takes_limit),
+        fits_run=entry.get("shards", shards_setting) == AUTO,
     )
 
 
