@@ -32,7 +32,7 @@ from bouquet_eval.results.rendering import ABRIDGED_CHARACTERS, ASSETS, PAGE_BYT
 
 from . import browser
 from .chat_server import ChatServer
-from .conftest import SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow, patience
 from .test_results_views import browse_command
 from .workflow_configs import SMALL_JOBS
 
@@ -347,7 +347,7 @@ class Tab:
         return await self.page.evaluate(expression, frame)
 
     async def wait(self, expression: str, frame: Any = None) -> Any:
-        return await self.page.wait_for(expression, frame=frame, timeout=60)
+        return await self.page.wait_for(expression, frame=frame, timeout=patience(60))
 
     async def last_frame(self) -> Any:
         """The page's last child frame, once it has one (Chromium: its id, Firefox: its
@@ -373,7 +373,8 @@ class Tab:
 
 
 async def poll_value(get: Any) -> Any:
-    for _ in range(300):
+    deadline = asyncio.get_running_loop().time() + patience(30)
+    while asyncio.get_running_loop().time() < deadline:
         value = await get()
         if value:
             return value
@@ -662,7 +663,7 @@ def test_the_browser_answers_with_headers_that_run_only_its_own_scripts(
             if host is not None:
                 request.add_unredirected_header("Host", host)
             try:
-                with urllib.request.urlopen(request, timeout=30) as reply:
+                with urllib.request.urlopen(request, timeout=patience(30)) as reply:
                     headers, code = reply.headers, reply.status
             except urllib.error.HTTPError as error:
                 headers, code = error.headers, error.code
