@@ -1,12 +1,15 @@
-"""What the model-throughput benchmarks share: the machine they ran on, timing that waits for
-the GPU, peak GPU memory, and the Markdown tables they print."""
+"""What the benchmarks share: the machine they ran on, timing that waits for the GPU, peak GPU
+memory, the Markdown tables they print, and an earlier commit's package to compare with."""
 
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import platform
 import statistics
+import subprocess
+import tarfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -177,3 +180,19 @@ def write_json(path: Path | None, record: dict[str, Any], leave_out: str | None 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(kept(record), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path}")
+
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def extract_package(revision: str, destination: Path) -> Path:
+    """The `scripts` folder of `revision` (the package as that commit had it), written under
+    `destination` from git, for a benchmark to compare this checkout's code with."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "archive", "--format=tar", revision, "scripts/bouquet_eval"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(destination, filter="data")
+    return destination / "scripts"

@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import multiprocessing
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,6 +41,9 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 # The test server, which lives with the tests.
 sys.path[:0] = [str(REPOSITORY)]
 from tests.chat_server import ChatServer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measuring import extract_package  # noqa: E402
 
 # The last commit whose translator spoke HTTP through aiohttp.
 AIOHTTP_REVISION = "3190f20579614b68bce5578453a80fef62b2ee34"
@@ -62,18 +62,6 @@ def serve(latency: float, connection: Connection) -> None:
 def server_cpu(connection: Connection) -> float:
     connection.send("cpu")
     return connection.recv()
-
-
-def extract_package(revision: str, destination: Path) -> Path:
-    """The `scripts` folder of `revision`, written under `destination`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "archive", "--format=tar", revision, "scripts/bouquet_eval"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(destination, filter="data")
-    return destination / "scripts"
 
 
 def client(scripts: str, connection: Connection) -> None:

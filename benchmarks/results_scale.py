@@ -80,7 +80,7 @@ def child_statistics(output: Path, model: str) -> None:
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.aggregate import direction_table
     from bouquet_eval.results.extracts import EXTRACT_FILE, model_extract
-    from bouquet_eval.results.report import write_heatmaps
+    from bouquet_eval.results.figures import write_heatmaps
 
     # The columns its aggregation resamples (the texts are no part of its statistics).
     keys_and_scores = ["src_lang", "tgt_lang", "uniq_id", *COLUMNS]
@@ -125,7 +125,8 @@ def report_pages(output: Path, models: list[str], target: Path, results: Any, bo
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.extracts import EXTRACT_FILE
-    from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+    from bouquet_eval.results.paths import figure_paths
+    from bouquet_eval.results.report import RunRecords, write_figures
 
     timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
     run = RunRecords(

@@ -77,7 +77,7 @@ def child_own(output: Path, model: str) -> dict[str, Any]:
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.aggregate import direction_values, score_table, summary
     from bouquet_eval.results.extracts import EXTRACT_FILE, ExtractBuilder
-    from bouquet_eval.results.report import write_heatmaps
+    from bouquet_eval.results.figures import write_heatmaps
 
     folder = output / model
     scored = folder / "scored_rows.parquet"
@@ -117,7 +117,8 @@ def child_leaderboard(output: Path, count: int, target: Path) -> dict[str, Any]:
     from results_scale import leaderboard_job, report_pages
 
     from bouquet_eval.core.stats import Resampling
-    from bouquet_eval.results.report import LazyRows, versus_baseline
+    from bouquet_eval.results.compare import versus_baseline
+    from bouquet_eval.results.report import LazyRows
 
     models = names(count)
     started = clock()

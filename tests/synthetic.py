@@ -141,13 +141,10 @@ def write_shaped_run(
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.extracts import EXTRACT_FILE
+    from bouquet_eval.results.figures import write_heatmaps
     from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
-    from bouquet_eval.results.report import (
-        RunRecords,
-        figure_paths,
-        write_figures,
-        write_heatmaps,
-    )
+    from bouquet_eval.results.paths import figure_paths
+    from bouquet_eval.results.report import RunRecords, write_figures
     from bouquet_eval.results.resampled import RESAMPLED_FILE
 
     seconds = {}

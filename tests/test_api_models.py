@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bouquet_eval.data.dataset import resolve_dataset
 from bouquet_eval.planning.estimate import CHARACTERS_PER_TOKEN
-from bouquet_eval.results.report import run_page
+from bouquet_eval.results.pages import run_page
 from bouquet_eval.translators.openai_chat import OpenAIChatTranslator
 from bouquet_eval.translators.prompt import build_prompt
 from bouquet_eval.translators.request_cache import REQUEST_CACHE, RequestCache

@@ -78,6 +78,15 @@ def test_defaults_are_filled() -> None:
         (lambda c: c.update(comet={"precision": "half"}), "at 'comet.precision'"),
         (lambda c: c.update(chrf={}), "at '(top level)': Additional properties"),
         (lambda c: c.update(output_dir="runs</script><script>x()</script>"), "at 'output_dir'"),
+        # YAML and JSON can write one as an escape; no file takes it as text.
+        (
+            lambda c: c.update(resources={"translate": {"slurm_extra": "x \ud800"}}),
+            "at 'resources.translate.slurm_extra': holds an unpaired surrogate",
+        ),
+        (
+            lambda c: c["models"][0].update(translator_kwargs={"\udfff": 1}),
+            "at 'models[0].translator_kwargs.\udfff': holds an unpaired surrogate",
+        ),
         (lambda c: c.update(compare={"baseline": "x"}), "at 'compare': unknown model(s) ['x']"),
         (
             lambda c: (

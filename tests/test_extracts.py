@@ -20,7 +20,8 @@ from bouquet_eval.results.extracts import (
     model_extract,
 )
 from bouquet_eval.results.leaderboard import build_leaderboard, read_results
-from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.results.paths import figure_paths
+from bouquet_eval.results.report import RunRecords, write_figures
 from bouquet_eval.results.resampled import RESAMPLED_FILE
 
 from .synthetic import bouquet_shaped_directions

@@ -44,12 +44,11 @@ from bouquet_eval.results.agreement import (
     pearson,
     spearman,
 )
-from bouquet_eval.results.correlations import Settings, correlations, scored_columns
+from bouquet_eval.results.correlations import POOLS, Settings, correlations, scored_columns
 from bouquet_eval.results.mtme_judged import export_judgements
 from bouquet_eval.results.permutation import permutation_p, standardized, swap_masks
 from bouquet_eval.results.trust import (
     HEADLINE_STATES,
-    TRUST_STYLE,
     agreement_notes,
     trust_data,
     trust_page,
@@ -240,13 +239,15 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
     settings = Settings(bootstrap_resamples=40, permutation_trials=60, decide_by="kendall")
     scores = {m: table[m].to_numpy() for m in ("close", "far")}
     frame = correlations(table, scores, settings)
-    assert set(frame["name"]) == {*DIRECTIONS, "all", "into_english", "out_of_english"}
+    pools = {"all", "into_english", "out_of_english", "without_english"}
+    assert set(frame["name"]) == {*DIRECTIONS, *pools}
     direction = table["src_lang"] + "-" + table["tgt_lang"]
     scope_rows = {
         **{name: table[direction == name] for name in DIRECTIONS},
         "all": table,
         "into_english": table[table["tgt_lang"] == "eng_Latn"],
         "out_of_english": table[table["src_lang"] == "eng_Latn"],
+        "without_english": table[direction == "arb_Arab-fra_Latn"],
     }
     for record in frame.itertuples():
         part = scope_rows[record.name]
@@ -255,7 +256,7 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
             assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
     # The known structure: the close metric is best everywhere, significantly after correction.
     best = frame[frame["best"]]
-    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 7
+    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 8  # 4 directions, 4 pools
     tested = frame[~frame["best"]]
     assert tested["best_significantly_better"].all()
     assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
@@ -364,6 +365,7 @@ def test_intervals_of_every_scope_equal_resampling_by_hand() -> None:
     masks["all"] = np.ones(len(table), bool)
     masks["into_english"] = (table["tgt_lang"] == "eng_Latn").to_numpy()
     masks["out_of_english"] = (table["src_lang"] == "eng_Latn").to_numpy()
+    masks["without_english"] = (direction == "arb_Arab-fra_Latn").to_numpy()
     for record in frame.itertuples():
         rows = np.flatnonzero(masks[record.name] & np.isfinite(metric))
         samples = resampled_by_hand(table.iloc[rows], metric[rows], resampling)
@@ -736,7 +738,7 @@ def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.Data
             )
     seen = pd.DataFrame(records).query("metric == 'metricx'")["trained_on_languages"].astype(bool)
     count = {"all": len(directions), "inside": int(seen.sum()), "outside": int((~seen).sum())}
-    pools = [("pooled", pool) for pool in ("all", "into_english", "out_of_english")]
+    pools = [("pooled", pool) for pool in POOLS]
     # MetricX and the composite share their training languages, and so their pools.
     pools += [
         ("training", f"{where}:metricx,glotlid_x_metricx") for where in count if where != "all"
@@ -832,7 +834,7 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
     directions = bouquet_shaped_directions()
     data = trust_data(correlations_at_scale(directions), "acc_eq", 0.05)
     page_path = tmp_path / "which-metric.html"
-    page_path.write_text(trust_page(data, TRUST_STYLE), encoding="utf-8")
+    page_path.write_text(trust_page(data), encoding="utf-8")
     shots = Path(os.environ.get("BOUQUET_EVAL_SHOTS", tmp_path))
 
     async def browse() -> None:
@@ -845,8 +847,10 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
             )
             # Every direction, into and out of English, then inside and outside the training
             # languages of MetricX (and of the composite, which shares them).
-            assert len(pools) == 5 and pools[0].startswith("all directions\t1062\t")
-            assert pools[3].startswith("inside the training languages of metricx, glotlid")
+            assert len(pools) == 6 and pools[0].startswith("all directions\t1062\t")
+            # The 528 directions between two languages other than English have a pool.
+            assert pools[3].startswith("without English\t528\t")
+            assert pools[4].startswith("inside the training languages of metricx, glotlid")
             unseen = sum(bool(row["unseen_by"]) for row in data["directions"])
             assert 0 < unseen < len(directions)
             await page.screenshot(shots / "metaeval-all.png")

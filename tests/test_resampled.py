@@ -23,9 +23,8 @@ from bouquet_eval.core.stats import (
     pool,
 )
 from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_table
-from bouquet_eval.results.compare import compare_models
+from bouquet_eval.results.compare import compare_models, versus_baseline
 from bouquet_eval.results.leaderboard import SENTENCE_KEY, ModelResults, build_leaderboard
-from bouquet_eval.results.report import versus_baseline
 from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 
 RESAMPLING = Resampling(seed=5, bootstrap_resamples=300, ar_trials=500)

@@ -5,7 +5,6 @@ The workflow tests share one real run of the sample (two models) in a scratch di
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import shutil
@@ -29,7 +28,7 @@ from bouquet_eval.results.leaderboard import (
     primary_metric,
 )
 from bouquet_eval.results.mtme import documents, escape, unescape
-from bouquet_eval.results.report import leaderboard_page
+from bouquet_eval.results.pages import leaderboard_page
 from bouquet_eval.results.verify import (
     DIFFERS,
     NOT_CLAIMED,
@@ -40,7 +39,6 @@ from bouquet_eval.results.verify import (
 )
 from bouquet_eval.translators.backends import bounds
 
-from . import browser
 from .conftest import SAMPLE, Workflow
 from .hub_datasets import bouquet_on_hub
 from .hub_server import HubServer
@@ -112,6 +110,8 @@ def test_a_target_ranks_by_distance_to_it() -> None:
     assert board["p_vs_best"].iloc[1] >= 0.05 > board["p_vs_best"].iloc[2]
     table = markdown_table(board, set())
     assert f"chrfpp →{target:g}" in table and f"(closest to {target:g} is best)" in table
+    page = leaderboard_page(board, set())
+    assert f"<th>chrfpp →{target:g}</th>" in page and f"(closest to {target:g} is best)" in page
     # A metric of one's own declares it as the records do.
     assert record_of("own", OwnMetric()).targets == {"ratio": 1.0}
     assert MetricSet.of(["chrf", "metricx", "glotlid"], {}).decimals() == {
@@ -215,12 +215,12 @@ def test_mtme_escaping_and_documents() -> None:
 # --- Through the workflow -------------------------------------------------------------------
 
 MODELS = ["copy-source", "reference"]
-SCRIPT_PAYLOAD = "--comment=</script><script>window.injected = true;</script>"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
-    """The sample through `all`, `submission` and `mtme`, then `--report`."""
+    """The sample through `all`, `submission` and `mtme` (the report of a run, with text that
+    would run if a page took it for markup, in tests/test_pages.py)."""
     root = tmp_path_factory.mktemp("results")
     dataset = root / "dataset"
     shutil.copytree(SAMPLE, dataset)
@@ -232,17 +232,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Workflow:
             "output_dir": "runs",
             "shards": 1,
             "limit": 12,
-            # Text of the configuration that a page would run if it were not escaped.
-            "resources": {
-                **SMALL_JOBS,
-                "translate": {**SMALL_JOBS["translate"], "slurm_extra": SCRIPT_PAYLOAD},
-            },
+            "resources": SMALL_JOBS,
             "statistics": {"bootstrap_resamples": 200, "ar_trials": 200},
             "models": [{"name": name, "translator": name} for name in MODELS],
         }
     )
     workflow.run("all", "submission", "mtme")
-    workflow.run("--report", "report.html")
     return workflow
 
 
@@ -272,80 +267,6 @@ def test_the_report_reads_each_models_extract(run: Workflow) -> None:
     log = (run.workdir / "logs" / "leaderboard.log").read_text(encoding="utf-8")
     assert "made from the models' extracts" in log
     assert "made from the rows" not in log
-
-
-def test_report_renders_in_chromium(run: Workflow, tmp_path: Path) -> None:
-    reason = browser.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    browser.install()
-    report = run.workdir / "report.html"
-    asyncio.run(_browse_report(report, tmp_path))
-
-
-CLICK = """(() => {{
-    const link = Array.from(document.querySelectorAll('a')).find(a => a.textContent.trim() === {0});
-    if (link) link.click();
-    return Boolean(link);
-}})()"""
-
-
-def test_no_configuration_text_reaches_the_report_unescaped(run: Workflow) -> None:
-    report = (run.workdir / "report.html").read_text(encoding="utf-8")
-    assert "<script>window.injected" not in report
-
-
-async def _browse_report(report: Path, folder: Path) -> None:
-    async with browser.chromium() as page:
-        await page.open(report.as_uri())
-        await page.wait_for("document.readyState === 'complete'")
-        assert await page.evaluate("window.injected === undefined")
-        # It opens on the leaderboard, with no click.
-        await page.wait_for("document.querySelector('iframe') !== null")
-        frame = (await page.child_frames())[0]["id"]
-        models = await page.wait_for(
-            "Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
-            ".map(row => [row.cells[0].textContent, row.cells[1].textContent])",
-            frame=frame,
-        )
-        assert models == [["lower bound", "copy-source"], ["upper bound", "reference"]]
-        await page.screenshot(folder / "leaderboard.png")
-
-        for link in ("Results", "4. Heatmaps", "copy-source"):
-            assert await page.evaluate(CLICK.format(json.dumps(link))), link
-            await asyncio.sleep(0.2)
-        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
-        # The heatmap is drawn: an SVG image of its file, loaded, with a size.
-        assert await page.wait_for(
-            "(() => { const img = document.querySelector("
-            '\'img[src^="data:image/svg+xml"][src*="filename=copy-source.chrfpp.svg"]\');'
-            " return img !== null && img.complete && img.naturalWidth > 300; })()"
-        )
-        await page.screenshot(folder / "heatmap.png")
-
-        # The interactive tables, inside the report: every direction of both models.
-        for link in ("Results", "2. Results by language and direction"):
-            assert await page.evaluate(CLICK.format(json.dumps(link))), link
-            await asyncio.sleep(0.2)
-        await page.evaluate("document.querySelector('a[iconname=eye]').click()")
-        await page.wait_for("document.querySelectorAll('iframe').length > 0")
-        await asyncio.sleep(0.5)
-        frame = (await page.child_frames())[-1]["id"]
-        await page.wait_for(
-            "document.querySelector('button[data-view=directions]') !== null", frame=frame
-        )
-        await page.evaluate(
-            "document.querySelector('button[data-view=directions]').click()", frame=frame
-        )
-        rows = await page.wait_for(
-            "document.getElementById('app').dataset.view === 'directions'"
-            " && document.getElementById('app').dataset.rows",
-            frame=frame,
-        )
-        assert rows == "20"
-        await page.screenshot(folder / "results.png")
-        assert page.errors == []
-        assert all(url.startswith(("file://", "data:")) for url in page.requests)
 
 
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
@@ -710,7 +631,7 @@ def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
 ) -> None:
     import xml.etree.ElementTree as ElementTree
 
-    from bouquet_eval.results.report import heatmap
+    from bouquet_eval.results.figures import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
     scores = pd.DataFrame(
@@ -731,3 +652,48 @@ def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     }
     # The best cell is the bright end of the scale, the worst the dark end.
     assert colours == {good: "black", bad: "white"}
+
+
+def test_a_heatmap_of_a_column_with_a_target_is_lightest_at_it() -> None:
+    """Closest to the target is best: the target the light middle of a diverging scale (matplotlib's
+    RdBu, the oracle), equal distances above and below it equally far from the middle."""
+    import xml.etree.ElementTree as ElementTree
+
+    import matplotlib
+
+    from bouquet_eval.results.figures import heatmap
+
+    values = {("eng_Latn", "fra_Latn"): 1.0, ("fra_Latn", "eng_Latn"): 1.6,
+              ("eng_Latn", "deu_Latn"): 0.4, ("deu_Latn", "eng_Latn"): 1.3}  # fmt: skip
+    scores = pd.DataFrame(
+        [{"src_lang": s, "tgt_lang": t, "ratio": v} for (s, t), v in values.items()]
+    )
+    svg = ElementTree.fromstring(heatmap(scores, "ratio", "m", set(), {"ratio": 1.0}))
+    names = "{http://www.w3.org/2000/svg}"
+    arrow = "\N{RIGHTWARDS ARROW}"
+
+    def rgb(colour: str) -> np.ndarray:
+        return np.asarray(matplotlib.colors.to_rgb(colour))
+
+    cells = {
+        str(rect.find(f"{names}title").text): rgb(str(rect.get("fill")))  # type: ignore[union-attr]
+        for rect in svg.iter(f"{names}rect")
+        if rect.find(f"{names}title") is not None
+    }
+    diverging = matplotlib.colormaps["RdBu"]
+    # The scale reaches as far below the target as above it: 0.4 to 1.6.
+    for (source, target), value in values.items():
+        expected = np.asarray(diverging((value - 0.4) / 1.2))[:3]
+        assert np.abs(cells[f"{source} {arrow} {target}: {value:.2f}"] - expected).max() < 3 / 255
+    texts = [text for text in svg.iter(f"{names}text") if text.text]
+    on_cells = {float(str(t.text)): t.get("fill") for t in texts if t.get("fill")}
+    assert on_cells == {1.0: "black", 1.6: "white", 0.4: "white", 1.3: "black"}
+    assert any("(closest to 1 is best)" in str(t.text) for t in texts)
+    assert {"1.60", "1.00", "0.40"} <= {str(t.text) for t in texts}  # the scale's ends and middle
+    # A cell of no direction does not look like one on the target.
+    (empty,) = [
+        rgb(str(rect.get("fill")))
+        for rect in svg.iter(f"{names}rect")
+        if rect.find(f"{names}title") is None and str(rect.get("fill")).startswith("#")
+    ]
+    assert np.abs(np.asarray(diverging(0.5))[:3] - empty).max() > 0.25

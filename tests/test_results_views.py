@@ -28,7 +28,8 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
-from bouquet_eval.results.report import STYLE, dense_languages, run_page, timing_figure
+from bouquet_eval.results.figures import dense_languages, timing_figure
+from bouquet_eval.results.pages import run_page
 from bouquet_eval.results.views import describe_language, results_page
 
 from . import browser
@@ -187,7 +188,7 @@ async def _report_pages(report: Path, scratch: Path) -> None:
         assert data["decimals"] == {"chrfpp": 2, "metricx": 2}
         data["decimals"]["metricx"] = 1
         variant = scratch / "results-one-decimal.html"
-        variant.write_text(results_page(data, STYLE), encoding="utf-8")
+        variant.write_text(results_page(data), encoding="utf-8")
         await page.open(variant.as_uri())
         cells = await page.wait_for(
             "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
@@ -196,6 +197,42 @@ async def _report_pages(report: Path, scratch: Path) -> None:
         )
         numbers = [cell for cell in json.loads(cells) if re.fullmatch(r"-?\d+\.\d+", cell)]
         assert numbers and all(re.fullmatch(r"-?\d+\.\d", cell) for cell in numbers), cells
+        assert page.errors == []
+        # A column whose best value is a target: labelled so, sorted by the distance to it,
+        # and judged against the baseline by it.
+        data["targets"] = {"metricx": 5.0}
+        variant.write_text(results_page(data), encoding="utf-8")
+        await page.open(variant.as_uri())
+        shown = json.loads(
+            await page.wait_for(
+                "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify(["
+                "document.querySelector('select[data-control=metric]').selectedOptions[0].text,"
+                f" {TABLE}.getData('active').map(r => r.into)])"
+            )
+        )
+        assert shown[0] == "metricx (closest to 5 is best)"
+        distances = [abs(v - 5) for v in shown[1] if v is not None]
+        assert len(distances) > 100 and distances == sorted(distances)
+        await page.evaluate("document.querySelector('button[data-view=versus]').click()")
+        rows = json.loads(
+            await page.wait_for(
+                "document.getElementById('app').dataset.view === 'versus' &&"
+                " document.querySelectorAll('.tabulator-row').length > 10 &&"
+                f" JSON.stringify({TABLE}.getData('active').map(r => [r.direction, r.q,"
+                " r.verdict]))"
+            )
+        )
+        versus = data["versus"]
+        system = next(iter(versus["systems"]))
+        position = {f"{s}-{t}": i for i, (s, t, _) in enumerate(data["directions"])}
+        verdicts = set()
+        for direction, q, verdict in rows:
+            base = data["scores"]["metricx"][versus["baseline"]][0][position[direction]]
+            own = data["scores"]["metricx"][system][0][position[direction]]
+            if q is not None and q < 0.05:
+                assert verdict == ("better" if abs(own - 5) < abs(base - 5) else "worse")
+                verdicts.add(verdict)
+        assert verdicts == {"better", "worse"}, rows[:5]
         assert page.errors == []
 
         await page.open((report / "sentences-1.html").as_uri())
@@ -277,10 +314,13 @@ async def _beside_the_menu(page: Any, frame: Any) -> None:
     on a score's header puts the worst first."""
     await page.evaluate("document.querySelector('button[data-view=directions]').click()", frame)
     await page.wait_for("document.getElementById('app').dataset.view === 'directions'", frame)
+    # Neither outside the frame nor hidden behind the edge of the table's scrolling box.
     outside = await page.wait_for(
         "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
         "Array.from(document.querySelectorAll('.tabulator-col')).filter(c =>"
-        " c.getBoundingClientRect().right > window.innerWidth).map(c => c.textContent))",
+        " c.getBoundingClientRect().right > Math.min(window.innerWidth, document"
+        ".querySelector('.tabulator-tableholder').getBoundingClientRect().right))"
+        ".map(c => c.textContent))",
         frame,
     )
     assert json.loads(outside) == []
@@ -540,7 +580,7 @@ async def _spans(output_dir: Path) -> None:
 def test_the_leaderboard_fits_a_1400_pixel_window(tmp_path: Path, chromium: None) -> None:
     """Ten models with long names and six metrics: no part of the table outside the window."""
     from bouquet_eval.results.leaderboard import ModelResults, build_leaderboard
-    from bouquet_eval.results.report import leaderboard_page
+    from bouquet_eval.results.pages import leaderboard_page
 
     metrics = ["chrfpp", "metricx", "bleu", "ter", "glotlid_score", "glotlid_x_metricx"]
     results = []

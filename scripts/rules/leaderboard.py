@@ -17,7 +17,8 @@ from bouquet_eval.results.leaderboard import (
     target_columns,
     write_leaderboard,
 )
-from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
+from bouquet_eval.results.paths import figure_paths
+from bouquet_eval.results.report import RunRecords, write_figures
 from bouquet_eval.results.trust import agreement_notes
 from bouquet_eval.translators.backends import bounds, model_gpus
 

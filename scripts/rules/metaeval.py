@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bouquet_eval.core.io import write_atomically
+from bouquet_eval.core.io import write_atomically, write_text
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
 from bouquet_eval.results.correlations import (
     Settings,
@@ -14,8 +14,7 @@ from bouquet_eval.results.correlations import (
     scored_columns,
 )
 from bouquet_eval.results.mtme_judged import export_judgements
-from bouquet_eval.results.report import write_text
-from bouquet_eval.results.trust import TRUST_STYLE, trust_data, trust_page
+from bouquet_eval.results.trust import trust_data, trust_page
 
 
 def main(snakemake: SnakemakeJob) -> None:
@@ -32,7 +31,7 @@ def main(snakemake: SnakemakeJob) -> None:
         output = Path(snakemake.output.correlations)
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
         data = trust_data(pd.read_csv(output), statistics.decide_by, statistics.significance)
-        write_text(Path(snakemake.output.page), trust_page(data, TRUST_STYLE))
+        write_text(Path(snakemake.output.page), trust_page(data))
         left_out = export_judgements(
             Path(snakemake.output.mtme), table, scores, metrics.reference_free
         )

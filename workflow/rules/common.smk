@@ -16,7 +16,12 @@ from bouquet_eval.planning.checks import check_own_objects, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import primary_metric, score_columns
-from bouquet_eval.results.report import figure_paths, heatmap_path
+from bouquet_eval.results.paths import (
+    figure_paths,
+    heatmap_path,
+    ranked_name,
+    trust_page_path,
+)
 from bouquet_eval.results.verify import claim_fingerprint
 
 # The embedded default: the bundled sample, unless a configuration file is given.
@@ -243,6 +248,13 @@ METRIC_LABELS = {
 FIGURES = figure_paths(
     REPORT_DIR, list(MODELS), SCORE_COLUMNS, [str(d) for d in DIRECTIONS]
 )
+LEADERBOARD = OUTPUT_DIR / "leaderboard.csv"
+
+
+def ranked_model(wildcards):
+    """The heatmaps' entry of a model in the report: best first (read when the report is made,
+    after the leaderboard)."""
+    return ranked_name(LEADERBOARD, wildcards.model)
 
 
 def translations_of_model(wildcards):

@@ -15,7 +15,7 @@ rule leaderboard:
         # With human judgements configured, the page notes each metric's agreement with them.
         agreement=judged_agreement(),
     output:
-        csv=OUTPUT_DIR / "leaderboard.csv",
+        csv=LEADERBOARD,
         markdown=OUTPUT_DIR / "leaderboard.md",
         page=report(
             FIGURES["leaderboard"],
@@ -29,7 +29,7 @@ rule leaderboard:
             category="2. Results by language and direction",
             labels={"figure": "every direction, every model"},
         ),
-        # Several pages, each small enough for report.html (see views.SENTENCES_PAGE_BYTES).
+        # Several pages, each small enough for report.html (see rendering.PAGE_BYTES).
         sentences=[
             report(
                 path,
@@ -93,7 +93,7 @@ rule heatmaps:
                 heatmap_path(REPORT_DIR, "{model}", column),
                 caption="../report/heatmap.rst",
                 category="4. Heatmaps",
-                subcategory="{model}",
+                subcategory=ranked_model,
                 labels={"model": "{model}", "metric": METRIC_LABELS[column]},
             )
             for column in SCORE_COLUMNS

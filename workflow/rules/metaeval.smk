@@ -27,7 +27,7 @@ rule metaeval:
     output:
         correlations=OUTPUT_DIR / "metaeval" / "correlations.csv",
         page=report(
-            OUTPUT_DIR / "metaeval" / "which-metric.html",
+            trust_page_path(OUTPUT_DIR),
             caption="../report/trust.rst",
             category="9. Which metric to trust",
             labels={"figure": "agreement with people, per direction"},

@@ -84,9 +84,22 @@ def json_reason(error: json.JSONDecodeError) -> str:
     return f"not valid JSON: {reason}"
 
 
-def write_json(path: Path, value: Any) -> None:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+def unpaired_surrogate(text: str) -> str | None:
+    """The first unpaired surrogate in `text`, which JSON and YAML can write as an escape but
+    which is not text (no UTF-8 file holds one); None when there is none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return text[error.start]
+    return None
+
+
+def write_text(path: Path, text: str) -> None:
     write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 _JSON_LINE = json.JSONEncoder(ensure_ascii=False)

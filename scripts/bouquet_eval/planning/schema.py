@@ -12,6 +12,7 @@ import jsonschema
 import yaml
 
 from bouquet_eval.core.config import ConfigError, job_name
+from bouquet_eval.core.io import unpaired_surrogate
 
 
 def _fill_defaults(validator_class: type[Any]) -> type[Any]:
@@ -171,6 +172,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _surrogate_at(value: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], str] | None:
+    """Where in `value` a string (or a key) holds an unpaired surrogate, and which."""
+    if isinstance(value, str):
+        found = unpaired_surrogate(value)
+        return None if found is None else (path, found)
+    items: Any = ()
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    for key, item in items:
+        found = unpaired_surrogate(key) if isinstance(key, str) else None
+        at = (*path, key)
+        if found is not None:
+            return at, found
+        inner = _surrogate_at(item, at)
+        if inner is not None:
+            return inner
+    return None
+
+
 def validate_config(
     config: dict[str, Any], schema: str | Path | Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -179,6 +201,14 @@ def validate_config(
 
     Raises ConfigError with one message naming the offending key.
     """
+    surrogate = _surrogate_at(config)
+    if surrogate is not None:
+        key = _location(surrogate[0])
+        raise ConfigError(
+            f"invalid configuration at '{key}': holds an unpaired surrogate "
+            f"(U+{ord(surrogate[1]):04X}, an escape of JSON or YAML), which is not text",
+            key,
+        )
     complete = schema if isinstance(schema, Mapping) else load_schema(schema)
     error = jsonschema.exceptions.best_match(_Validator(complete).iter_errors(config))
     if error is not None:

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cache, cached_property
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,7 +34,8 @@ from bouquet_eval.core.languages import split_direction
 from bouquet_eval.metrics.records import builtin_lower_is_better
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
 from bouquet_eval.results.leaderboard import primary_metric
-from bouquet_eval.results.views import asset, describe_language
+from bouquet_eval.results.rendering import content_security_policy, own, render
+from bouquet_eval.results.views import describe_language
 
 log = logging.getLogger(__name__)
 
@@ -341,19 +342,40 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def end_headers(self) -> None:
+        # On every answer, errors included: read only as what it says it is, run only the
+        # page's own scripts, never inside another site's frame.
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        super().end_headers()
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug(format, *args)
 
 
+PAGE_SCRIPTS = (("dom.js", "browse.js"),)
+
+
+@cache
 def page() -> str:
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        # No icon to ask the server for.
-        '<link rel="icon" href="data:,"><title>bouquet-eval: sentences</title>'
-        f"<style>{asset('views.css')}{asset('browse.css')}</style></head><body>"
-        '<h1>Sentences</h1><div id="app"></div>'
-        f"<script>{asset('dom.js')}{asset('browse.js')}</script></body></html>\n"
+    return render(
+        "browse.html",
+        "bouquet-eval: sentences",
+        heading="Sentences",
+        styles=("views.css", "browse.css"),
+        scripts=PAGE_SCRIPTS,
+        connect=True,
     )
+
+
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": content_security_policy(
+        [own(*scripts) for scripts in PAGE_SCRIPTS], connect=True
+    )
+    + "; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+}
 
 
 class Server(ThreadingHTTPServer):

@@ -1,4 +1,5 @@
-"""Paired comparison of models evaluated on the same sentences: comparison.csv."""
+"""Paired comparison of models evaluated on the same sentences: comparison.csv, and the
+report's tests of every model against a baseline (`versus_baseline`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bouquet_eval.core.stats import (
     pool,
 )
 from bouquet_eval.results.aggregate import GROUP_COLUMNS, numeric_columns
+from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 P_VALUE_COLUMNS = ("p_paired_bootstrap", "p_approximate_randomization")
@@ -107,3 +109,50 @@ def _record(
         "p_paired_bootstrap": paired_bootstrap_p(samples),
         "p_approximate_randomization": approximate_randomization_p(samples),
     }
+
+
+def versus_baseline(
+    board: pd.DataFrame,
+    rows: Mapping[str, pd.DataFrame],
+    statistics: Mapping[str, ResampledScores],
+    baseline: str | None,
+    resampling: Resampling,
+) -> pd.DataFrame | None:
+    """Paired bootstrap tests of every ranked model against `baseline` on the primary metric,
+    per direction, with Benjamini-Hochberg corrected p-values (the columns of
+    `compare.compare_models`); None when fewer than two models are comparable.
+
+    They are the differences of the models' resamples (`resampled.paired_bootstrap`), or,
+    for a model that did not score the baseline's sentences in its order, from the rows."""
+    ranked = board.loc[board["rank"].notna(), "model"].tolist()
+    if baseline is None or baseline not in ranked:
+        baseline = ranked[0] if ranked else None
+    if baseline is None or len(ranked) < 2:
+        return None
+    primary = board.attrs["primary"]
+    base = statistics[baseline]
+    frames = []
+    for system in ranked:
+        if system == baseline:
+            continue
+        if not base.pairs_with(statistics[system], primary):
+            pair = {baseline: rows[baseline], system: rows[system]}
+            compared = compare_models(pair, baseline, [primary], resampling)
+            frames.append(compared[compared["src_lang"] != POOLED])
+            continue
+        paired = paired_bootstrap(base, statistics[system], primary)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "metric": primary,
+                    "baseline": baseline,
+                    "system": system,
+                    "src_lang": [src for src, _ in base.directions],
+                    "tgt_lang": [tgt for _, tgt in base.directions],
+                    "delta": paired.delta,
+                    "p_paired_bootstrap": paired.p_values,
+                    "p_paired_bootstrap_bh": benjamini_hochberg(paired.p_values),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)

@@ -1,7 +1,8 @@
 """correlations.csv: each metric's agreement with people, per direction and pooled.
 
 One row per scope and metric. The scopes: every judged direction, then the pools `all`,
-`into_english` and `out_of_english` (directions with eng_Latn as target, as source), then the
+`into_english`, `out_of_english` and `without_english` (directions with eng_Latn as target, as
+source, as neither), then the
 directions inside and outside each learned metric's training languages. Each
 statistic of `agreement.Agreement` has a 95% bootstrap interval: the items (source segments)
 of each direction are drawn with replacement, `statistics.bootstrap_resamples` times, with
@@ -42,7 +43,7 @@ from bouquet_eval.results.permutation import PairedTest, permutation_tests
 from bouquet_eval.results.weighted_agreement import Mapper, scope_statistics
 
 ENGLISH = "eng_Latn"
-POOLS = ("all", "into_english", "out_of_english")
+POOLS = ("all", "into_english", "out_of_english", "without_english")
 TRAINING = "training"
 """The scope of the directions inside (or outside) a learned metric's training languages."""
 INSIDE, OUTSIDE = "inside", "outside"
@@ -99,6 +100,9 @@ def scopes(
         "all": np.ones(len(table), bool),
         "into_english": (table["tgt_lang"] == ENGLISH).to_numpy(),
         "out_of_english": (table["src_lang"] == ENGLISH).to_numpy(),
+        "without_english": (
+            (table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH)
+        ).to_numpy(),
     }
     found += [("pooled", name, mask) for name, mask in pools.items() if mask.any()]
     # Learned metrics whose models saw the same directions share their scopes.

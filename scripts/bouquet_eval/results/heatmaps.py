@@ -6,7 +6,7 @@ elements, a few hundred lines of text. Drawn through matplotlib it cost each mod
 every element through its renderer), more than the statistics it shows. The squares are vector
 shapes as before (no image that blurs when zoomed into), each with its direction and value as a
 tooltip; the colours are matplotlib's viridis (`VIRIDIS`: 33 of its colours, interpolated, 3/255
-at most from its own).
+at most from its own), or for a column with a target its RdBu (`RDBU`, its own 11 colours).
 """
 
 from __future__ import annotations
@@ -25,22 +25,61 @@ VIRIDIS = (
     "#fde725",
 )  # fmt: skip
 """matplotlib's viridis at 33 evenly spaced points, from dark to bright."""
-_STOPS = np.array([[int(c[i : i + 2], 16) / 255 for i in (1, 3, 5)] for c in VIRIDIS])
+RDBU = (
+    "#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7", "#d1e5f0", "#92c5de",
+    "#4393c3", "#2166ac", "#053061",
+)  # fmt: skip
+"""matplotlib's RdBu (ColorBrewer's 11 colours, which it interpolates): dark red, the light
+middle, dark blue."""
 
 FONT = "DejaVu Sans, Arial, sans-serif"
 EMPTY = "#eeeeee"
 """The background, where a direction was not evaluated."""
+EMPTY_ON_DIVERGING = "#9e9e9e"
+"""The background on a diverging scale: darker than its light middle, lest an empty cell look
+like one on the target."""
 
 
-def colours(values: np.ndarray, low: float, high: float, reverse: bool) -> np.ndarray:
-    """(n, 3) RGB in [0, 1] of `values` on viridis from `low` to `high` (bright is high, or low
-    when `reverse`), clipped at both ends."""
-    span = high - low
-    share = np.clip((values - low) / span, 0.0, 1.0) if span > 0 else np.full(values.shape, 0.5)
-    if reverse:
-        share = 1.0 - share
-    points = np.linspace(0.0, 1.0, len(VIRIDIS))
-    return np.stack([np.interp(share, points, _STOPS[:, k]) for k in range(3)], axis=1)
+def _rgb(palette: Sequence[str]) -> np.ndarray:
+    return np.array([[int(c[i : i + 2], 16) / 255 for i in (1, 3, 5)] for c in palette])
+
+
+_VIRIDIS_STOPS, _RDBU_STOPS = _rgb(VIRIDIS), _rgb(RDBU)
+
+
+@dataclass(frozen=True)
+class ColourScale:
+    """How a heatmap's values become colours: `stops` (RGB in [0, 1]) evenly from `low` to
+    `high`, values beyond them clipped; `empty`, the colour of a cell of no direction."""
+
+    stops: np.ndarray
+    low: float
+    high: float
+    empty: str
+
+    def colours(self, values: np.ndarray) -> np.ndarray:
+        """(n, 3) RGB in [0, 1] of `values`."""
+        span = self.high - self.low
+        share = (
+            np.clip((values - self.low) / span, 0.0, 1.0)
+            if span > 0
+            else np.full(values.shape, 0.5)
+        )
+        points = np.linspace(0.0, 1.0, len(self.stops))
+        return np.stack([np.interp(share, points, self.stops[:, k]) for k in range(3)], axis=1)
+
+
+def colour_scale(heatmap: Heatmap) -> ColourScale:
+    """Viridis over `value_range`, bright at the better end whatever the metric's direction; a
+    column with a target, RdBu with its light middle at the target and its ends as far from it
+    on either side (the farther of `value_range`'s ends), so that equal distances look alike."""
+    low, high = heatmap.value_range
+    if heatmap.target is None:
+        stops = _VIRIDIS_STOPS[::-1] if heatmap.reverse else _VIRIDIS_STOPS
+        return ColourScale(stops, low, high, EMPTY)
+    target = heatmap.target
+    reach = max(abs(low - target), abs(high - target)) or 1.0  # all on the target: a scale still
+    return ColourScale(_RDBU_STOPS, target - reach, target + reach, EMPTY_ON_DIVERGING)
 
 
 def hex_colour(rgb: Sequence[float]) -> str:
@@ -48,7 +87,8 @@ def hex_colour(rgb: Sequence[float]) -> str:
 
 
 def text_colour(background: Sequence[float]) -> str:
-    """Black on a light cell (the bright end of viridis), white on a dark one."""
+    """Black on a light cell (the bright end of viridis, the middle of RdBu), white on a dark
+    one."""
     red, green, blue = background[:3]
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
@@ -69,6 +109,9 @@ class Heatmap:
     """Whether lower values are the bright end (lower is better)."""
     annotated: bool
     """Whether each square carries its value as text."""
+    target: float | None = None
+    """The value that is best (`MetricRecord.targets`), if any: a diverging scale light at it
+    (`colour_scale`), whatever `reverse`."""
 
 
 def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
@@ -93,10 +136,13 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
             f'<text x="{width / 2}" y="{16 + 17 * number + 12}" font-size="13" '
             f'text-anchor="middle">{html.escape(line)}</text>'
         )
-    parts.append(f'<rect x="{margin}" y="{top}" width="{grid}" height="{grid}" fill="{EMPTY}"/>')
+    scale = colour_scale(heatmap)
+    parts.append(
+        f'<rect x="{margin}" y="{top}" width="{grid}" height="{grid}" fill="{scale.empty}"/>'
+    )
     rows, columns = np.nonzero(np.isfinite(heatmap.matrix))
     values = heatmap.matrix[rows, columns]
-    rgb = colours(values, *heatmap.value_range, heatmap.reverse)
+    rgb = scale.colours(values)
     for row, column, value, colour in zip(rows, columns, values, rgb, strict=True):
         x, y = margin + column * cell, top + row * cell
         tip = f"{languages[row]} \N{RIGHTWARDS ARROW} {languages[column]}: {value_text(value)}"
@@ -130,20 +176,25 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
         f'<text transform="translate(14 {top + grid / 2}) rotate(-90)" font-size="12" '
         'text-anchor="middle">source language</text>'
     )
-    parts += _colour_scale(heatmap, margin + grid + 24, top, min(grid, 300), value_text)
+    parts += _colour_bar(heatmap.label, scale, margin + grid + 24, top, min(grid, 300), value_text)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
-def _colour_scale(
-    heatmap: Heatmap, x: float, y: float, length: float, value_text: Callable[[float], str]
+def _colour_bar(
+    label: str,
+    scale: ColourScale,
+    x: float,
+    y: float,
+    length: float,
+    value_text: Callable[[float], str],
 ) -> list[str]:
     """A vertical bar from the highest value (top) to the lowest, its ends and middle labelled."""
-    low, high = heatmap.value_range
-    steps = np.linspace(high, low, len(VIRIDIS))
+    low, high = scale.low, scale.high
+    steps = np.linspace(high, low, len(scale.stops))
     stops = [
         f'<stop offset="{i / (len(steps) - 1):.4f}" stop-color="{hex_colour(colour)}"/>'
-        for i, colour in enumerate(colours(steps, low, high, heatmap.reverse))
+        for i, colour in enumerate(scale.colours(steps))
     ]
     parts = [
         '<defs><linearGradient id="scale" x1="0" y1="0" x2="0" y2="1">',
@@ -159,6 +210,6 @@ def _colour_scale(
         )
     parts.append(
         f'<text transform="translate({x + 7} {y + length + 14})" font-size="11" '
-        f'text-anchor="middle">{html.escape(heatmap.label)}</text>'
+        f'text-anchor="middle">{html.escape(label)}</text>'
     )
     return parts

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -375,6 +375,14 @@ def metric_columns_of(board: pd.DataFrame) -> list[str]:
     return [c.removesuffix("_ci_low") for c in board.columns if c.endswith("_ci_low")]
 
 
+def best_mark(column: str, lower: Collection[str], targets: Mapping[str, float]) -> str:
+    """A column's best in a table's header: ↑ the highest, ↓ the lowest, →t the closest to its
+    target t."""
+    if column in targets:
+        return f"→{targets[column]:g}"
+    return "↓" if column in lower else "↑"
+
+
 def markdown_table(
     board: pd.DataFrame, lower_is_better: Iterable[str], title: str = "Leaderboard"
 ) -> str:
@@ -385,13 +393,8 @@ def markdown_table(
     metrics = metric_columns_of(board)
     scale = display_scales(board)
 
-    def arrow(column: str) -> str:
-        if column in targets:
-            return f"→{targets[column]:g}"
-        return "↓" if column in lower else "↑"
-
     header = ["rank", "model", "cluster", "directions", "sentences"]
-    header += [f"{c} {arrow(c)}" for c in metrics]
+    header += [f"{c} {best_mark(c, lower, targets)}" for c in metrics]
     header += [f"{primary} {g.replace('_', ' ')}" for g in ENGLISH_GROUPS]
     lines = [f"# {title}", "", _row(header), _row(["---"] * len(header))]
     for record in board.to_dict(orient="records"):

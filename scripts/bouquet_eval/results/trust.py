@@ -18,14 +18,8 @@ import pandas as pd
 
 from bouquet_eval.results.correlations import ENGLISH
 from bouquet_eval.results.leaderboard import primary_metric
-from bouquet_eval.results.report import STYLE
-from bouquet_eval.results.views import describe_language, interactive_page
-
-TRUST_STYLE = (
-    STYLE
-    + "td.best { background: #e6f4ea; }\n#pooled { margin-bottom: 1em; }\n"
-    + "#pooled small { color: #555; }\n#pooled tr.training td.name { font-style: italic; }\n"
-)
+from bouquet_eval.results.rendering import interactive_page
+from bouquet_eval.results.views import describe_language
 
 STATISTIC_NAMES = {
     "acc_eq": "acc-eq",
@@ -70,13 +64,14 @@ POOL_LABELS = {
     "all": "all directions",
     "into_english": "into English",
     "out_of_english": "out of English",
+    "without_english": "without English",
     "inside": "inside the training languages of {}",
     "outside": "outside the training languages of {}",
 }
 
 
 def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """Each pool (every direction, into and out of English, inside and outside each learned
+    """Each pool (every direction, into, out of and without English, inside and outside each learned
     metric's training languages): how many directions and segments, and every metric's
     agreement there, the best marked."""
     directions = frame[frame["scope"] == "direction"].drop_duplicates("name")
@@ -85,6 +80,9 @@ def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[
         "all": len(directions),
         "into_english": int((directions["tgt_lang"] == ENGLISH).sum()),
         "out_of_english": int((directions["src_lang"] == ENGLISH).sum()),
+        "without_english": int(
+            ((directions["src_lang"] != ENGLISH) & (directions["tgt_lang"] != ENGLISH)).sum()
+        ),
     }
     found = []
     pools = frame[frame["scope"].isin(["pooled", "training"])]
@@ -177,21 +175,10 @@ def trust_data(frame: pd.DataFrame, decide_by: str, significance: float) -> dict
     }
 
 
-def trust_page(data: Mapping[str, Any], style: str) -> str:
-    intro = (
-        f"<p>How well each metric agrees with human judgements, per direction: the best metric "
-        f"by segment-level {data['statistic']}, its 95% bootstrap interval, its lead over the "
-        f"next metric, and whether it is significantly better than every other metric "
-        f"(paired permutation tests, Benjamini-Hochberg at {data['significance']}). "
-        f"The leaderboard's headline metric is <b>{data['headline']}</b>; the second tab lists "
-        "the directions where it disagrees with people (significantly worse than the best "
-        "metric, or Kendall's interval reaching 0). A learned metric's model was trained on "
-        "some languages only: the pools in italics compare every metric inside and outside "
-        "each learned metric's training languages (the target language, and the source "
-        "language too for a metric that reads no reference), and the column <i>unseen by</i> "
-        "names, per direction, the learned metrics whose model never saw its languages.</p>"
+def trust_page(data: Mapping[str, Any]) -> str:
+    return interactive_page(
+        "trust.html", "Which metric to trust", dict(data), "trust.js", styles=("trust.css",)
     )
-    return interactive_page("Which metric to trust", intro, dict(data), "trust.js", style)
 
 
 def agreement_notes(frame: pd.DataFrame, decide_by: str) -> Sequence[str]:

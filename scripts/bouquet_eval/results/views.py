@@ -12,8 +12,6 @@ serves all of them from the run's files.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +25,13 @@ import pandas as pd
 from bouquet_eval.core.languages import LanguageCode
 from bouquet_eval.metrics.records import DEFAULT_DECIMALS, builtin_decimals
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
+from bouquet_eval.results.rendering import (
+    ABRIDGED_CHARACTERS,
+    PAGE_BYTES,
+    abridged,
+    interactive_page,
+)
 
-ASSETS = Path(__file__).parent / "assets"
 WORST_SENTENCES = 3
 """Per model and direction, how many of its worst sentences the report's sentence page holds."""
 DECIMALS = 4
@@ -87,6 +90,7 @@ def results_data(
     primary: str,
     versus: pd.DataFrame | None,
     decimals: Mapping[str, int] | None = None,
+    targets: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """What the results page draws, as compact JSON-ready lists.
 
@@ -94,7 +98,8 @@ def results_data(
     `directions`; `versus` (see `compare.compare_models`) gives each model's difference from
     the baseline per direction with its raw and corrected p-values; `decimals` each metric's
     decimal places, from its record (`leaderboard.report_decimals`; the built-in metrics'
-    where not given).
+    where not given); `targets` the columns whose best value is a target, with it
+    (`leaderboard.target_columns`): the page sorts and judges them by the distance to it.
     """
     places = {**builtin_decimals(), **(decimals or {})}
     directions = sorted(
@@ -124,6 +129,7 @@ def results_data(
         "models": list(models),
         "metrics": [c for c in columns if c in scores],
         "lower": sorted(lower),
+        "targets": {c: float(t) for c, t in (targets or {}).items() if c in columns},
         "decimals": {c: places.get(c, DEFAULT_DECIMALS) for c in columns},
         "primary": primary,
         "english": ENGLISH,
@@ -157,44 +163,8 @@ def versus_data(versus: pd.DataFrame, index: pd.MultiIndex) -> dict[str, Any]:
     }
 
 
-def asset(name: str) -> str:
-    return (ASSETS / name).read_text(encoding="utf-8")
-
-
-def _script_json(data: Any) -> str:
-    """JSON safe inside a <script> element."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-
-
-def interactive_page(
-    title: str, intro: str, data: Any, script: str, style: str, tables: bool = True
-) -> str:
-    """A page that draws `data` with `script` (ours, in assets/), and with the vendored
-    Tabulator where it has `tables`."""
-    library = (
-        f"<style>{asset('tabulator/tabulator_simple.min.css')}</style>",
-        f"<script>{asset('tabulator/tabulator.min.js')}</script>",
-    )
-    css, javascript = library if tables else ("", "")
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>{css}"
-        f"<style>{style}{asset('views.css')}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{intro}"
-        '<div id="app"></div>'
-        f'<script id="data" type="application/json">{_script_json(data)}</script>'
-        f"{javascript}<script>{asset('dom.js')}{asset(script)}</script></body></html>\n"
-    )
-
-
-def results_page(data: dict[str, Any], style: str) -> str:
-    intro = (
-        "<p>Every direction of every model. Pick a view, a metric and a model; click a column "
-        "header to sort (a score: worst first, click again for best first), type in the boxes "
-        "under it to filter (language names, codes, scripts "
-        "and regions are searchable). Brackets hold 95% bootstrap intervals.</p>"
-    )
-    return interactive_page("Results by language and direction", intro, data, "results.js", style)
+def results_page(data: dict[str, Any]) -> str:
+    return interactive_page("results.html", "Results by language and direction", data, "results.js")
 
 
 # --- Sentences ------------------------------------------------------------------------------
@@ -312,6 +282,10 @@ def sentences_json(
     def values(name: str) -> list[Any]:
         return ordered[name].tolist() if name in ordered else [None] * count
 
+    def texts(name: str) -> list[str | None]:
+        # A missing text (an output never made) is NaN in a merged column: JSON's null.
+        return [text if isinstance(text, str) else None for text in values(name)]
+
     keys = list(zip(*(map(str, values(name)) for name in (*GROUP_COLUMNS, "uniq_id")), strict=True))
     scores = np.full((count, len(models)), np.nan)
     for position, model in enumerate(models):
@@ -323,12 +297,14 @@ def sentences_json(
     outputs = []
     for model in models:
         visible = joined.isin(["\x1f".join(key) for key in shown[model]]).tolist()
-        texts = values(f"mt|{model}")
-        outputs.append([text if seen else None for text, seen in zip(texts, visible, strict=True)])
+        shown_texts = texts(f"mt|{model}")
+        outputs.append(
+            [text if seen else None for text, seen in zip(shown_texts, visible, strict=True)]
+        )
     by_row = list(zip(*outputs, strict=True)) if models else [()] * count
     directions: dict[str, dict[str, Any]] = {}
     for row, (key, source, reference) in enumerate(
-        zip(keys, values("src_text"), values("ref_text"), strict=True)
+        zip(keys, texts("src_text"), texts("ref_text"), strict=True)
     ):
         entry = directions.setdefault(f"{key[0]}-{key[1]}", {"sentences": {}, "worst": {}})
         entry["sentences"][key[2]] = [
@@ -355,10 +331,6 @@ def sentences_json(
     }
 
 
-# The Snakemake report (report.html) opens each page from a base64 data: URL, 4/3 of the
-# page's size, and Chromium opens none over 2 MiB: each sentences page stays under this many
-# bytes, the directions being spread over as many pages as that takes.
-SENTENCES_PAGE_BYTES = 1_400_000
 # About what one model's sentences of one direction take on a page (its worst sentences and
 # its share of the sample, with their sources and references), from BOUQuET's texts.
 BYTES_PER_MODEL_DIRECTION = 2_500
@@ -396,12 +368,13 @@ class SentencePart:
 
 def sentence_parts(directions: Sequence[str], models: int) -> list[SentencePart]:
     """The directions of each sentences page, grouped by `language_of_interest`, each page's
-    share of `BYTES_PER_MODEL_DIRECTION` under `SENTENCES_PAGE_BYTES` (with room to spare)."""
+    share of `BYTES_PER_MODEL_DIRECTION` under `rendering.PAGE_BYTES` (with room to spare),
+    the directions being spread over as many pages as that takes."""
     by_language: dict[str, list[str]] = {}
     for direction in sorted(directions, key=lambda d: (language_of_interest(d), d)):
         by_language.setdefault(language_of_interest(direction), []).append(direction)
     estimate = len(directions) * max(models, 1) * BYTES_PER_MODEL_DIRECTION
-    count = min(len(by_language), math.ceil(estimate / (0.7 * SENTENCES_PAGE_BYTES))) or 1
+    count = min(len(by_language), math.ceil(estimate / (0.7 * PAGE_BYTES))) or 1
     share = len(directions) / count
     parts: list[list[str]] = [[]]
     for group in by_language.values():
@@ -411,57 +384,58 @@ def sentence_parts(directions: Sequence[str], models: int) -> list[SentencePart]
     return [SentencePart(n, len(parts), tuple(p)) for n, p in enumerate(parts, start=1)]
 
 
-def part_of(data: dict[str, Any], part: SentencePart, worst: int) -> dict[str, Any]:
+def part_of(
+    data: dict[str, Any], part: SentencePart, worst: int, abridge: bool = False
+) -> dict[str, Any]:
     """The sentences of `part`'s directions in `data` (see `sentences_data`), with at most
-    `worst` worst sentences per model."""
+    `worst` worst sentences per model, and, where `abridge`, their texts `abridged`."""
     directions = {}
     for name in part.directions:
         entry = data["directions"].get(name)
         if entry is None:
+            continue
+        if worst >= WORST_SENTENCES and not abridge:
+            # It holds no more worst sentences than these (`sentences_json`), each kept whole.
+            directions[name] = entry
             continue
         kept = {model: ids[:worst] for model, ids in entry["worst"].items()}
         wanted = {id for ids in kept.values() for id in ids} | {entry.get("sample")}
         directions[name] = {
             **entry,
             "worst": kept,
-            "sentences": {k: v for k, v in entry["sentences"].items() if k in wanted},
+            "sentences": {
+                k: abridged(v) if abridge else v
+                for k, v in entry["sentences"].items()
+                if k in wanted
+            },
         }
     languages = {code for name in directions for code in name.split("-")}
     return {
         **data,
         "part": [part.number, part.count, part.label],
         "worst": worst,
+        "abridged": ABRIDGED_CHARACTERS if abridge else None,
         "languages": {c: n for c, n in data["languages"].items() if c in languages},
         "directions": directions,
     }
 
 
-def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart], style: str) -> list[str]:
-    """One page per part, each under `SENTENCES_PAGE_BYTES`: a part whose texts are longer
-    than foreseen shows fewer worst sentences per model (and says so)."""
+def sentences_pages(data: dict[str, Any], parts: Sequence[SentencePart]) -> list[str]:
+    """One page per part, each under `PAGE_BYTES`: a part whose texts are longer than foreseen
+    shows them cut (texts of thousands of characters, which `bouquet-eval browse` shows
+    whole), then fewer worst sentences per model, and says so."""
+    tries = [(WORST_SENTENCES, False)] + [(w, True) for w in range(WORST_SENTENCES, -1, -1)]
     pages = []
     for part in parts:
-        for worst in range(WORST_SENTENCES, -1, -1):
-            text = sentences_page(part_of(data, part, worst), style)
-            if len(text.encode("utf-8")) <= SENTENCES_PAGE_BYTES:
+        for worst, abridge in tries:
+            text = sentences_page(part_of(data, part, worst, abridge))
+            if len(text.encode("utf-8")) <= PAGE_BYTES:
                 break
         pages.append(text)
     return pages
 
 
-def sentences_page(data: dict[str, Any], style: str) -> str:
-    number, count, label = data["part"]
-    where = (
-        ""
-        if count == 1
-        else f" This page, {number} of {count}, holds the directions of {html.escape(label)} "
-        "(codes in alphabetical order; the others are on the other Sentences pages)."
-    )
-    intro = (
-        f"<p>For each direction: one sample sentence with every model's output, and each "
-        f"model's {data['worst']} worst sentences on {html.escape(data['metric'])}.{where} "
-        "Every sentence of the run is served by <code>bouquet-eval browse "
-        "&lt;output_dir&gt;</code>.</p>"
-    )
+def sentences_page(data: dict[str, Any]) -> str:
+    _, count, label = data["part"]
     title = "Sentences" if count == 1 else f"Sentences: {label}"
-    return interactive_page(title, intro, data, "sentences.js", style, tables=False)
+    return interactive_page("sentences.html", title, data, "sentences.js", tables=False)

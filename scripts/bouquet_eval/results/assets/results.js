@@ -4,6 +4,7 @@
   const data = JSON.parse(document.getElementById("data").textContent);
   const app = document.getElementById("app");
   const lower = new Set(data.lower);
+  const targets = data.targets;  // a column whose best value is a target: the closest is best
   const names = data.languages;
   const english = data.english;
   const state = { view: "language", metric: data.primary, model: data.models[0] };
@@ -11,6 +12,27 @@
 
   function decimals(metric) {
     return data.decimals[metric];  // from the metric's record (results.views.results_data)
+  }
+
+  // Whether a column's best values sort first ascending: the lowest, or the closest to a target.
+  function ascending(metric) {
+    return lower.has(metric) || metric in targets;
+  }
+
+  function better(metric) {
+    if (metric in targets) return " (closest to " + targets[metric] + " is best)";
+    return lower.has(metric) ? " (lower is better)" : " (higher is better)";
+  }
+
+  // A column with a target sorts by the distance to it (a missing score the farthest).
+  function sorter(metric) {
+    if (!(metric in targets)) return "number";
+    const distance = (value) =>
+      value === null || value === undefined ? Infinity : Math.abs(value - targets[metric]);
+    return (a, b) => {
+      const [x, y] = [distance(a), distance(b)];
+      return x === y ? 0 : x < y ? -1 : 1;
+    };
   }
 
   function number(value, metric) {
@@ -34,15 +56,19 @@
     const interval = row[cell.getField() + "~ci"];
     const text = number(value, state.metric);
     if (!interval || interval[0] === null) return text;
-    // The interval under the score: five models' columns fit beside the report's menu.
-    return text + '<br><span class="interval">[' + number(interval[0], state.metric) + "–" +
-      number(interval[1], state.metric) + "]</span>";
+    // The interval under the score: six models' columns fit beside the report's menu. A node,
+    // not HTML: Tabulator puts a formatter's string in as HTML.
+    return element("span", {}, [text, element("br"), element("span", { class: "interval" },
+      ["[" + number(interval[0], state.metric) + "–" + number(interval[1], state.metric) + "]"])]);
   }
 
   function scoreColumn(title, field) {
     return {
-      title: title, field: field, formatter: scoreCell, hozAlign: "right", sorter: "number",
-      headerFilter: false, headerSortStartingDir: lower.has(state.metric) ? "desc" : "asc",
+      title: title, field: field, formatter: scoreCell, hozAlign: "right",
+      sorter: sorter(state.metric), headerFilter: false,
+      headerSortStartingDir: ascending(state.metric) ? "desc" : "asc",
+      // A title wraps where it breaks (a space, a hyphen): the columns stay narrow.
+      headerWordWrap: true, maxWidth: 95,
     };
   }
 
@@ -104,15 +130,23 @@
     return row;
   }
 
+  // The direction's code with its languages' names under it, in one frozen column whose
+  // filter finds either: every model's column stays beside it in the report's frame.
+  function directionCell(cell) {
+    const row = cell.getRow().getData();
+    return element("span", {}, [row.direction, element("br"),
+      element("span", { class: "names" }, [row.languages])]);
+  }
+
   function directionColumns() {
     return [
-      { title: "direction", field: "direction", headerFilter: "input", frozen: true },
-      { title: "languages", field: "languages", headerFilter: "input", maxWidth: 220,
-        formatter: "textarea" },
-      { title: "kind", field: "kind", headerFilter: "list", maxWidth: 120,
+      { title: "direction", field: "direction", headerFilter: "input", frozen: true,
+        formatter: directionCell, width: 175, variableHeight: true,
+        headerFilterFunc: (term, value, row) =>
+          (row.direction + " " + row.languages).toLowerCase().includes(term.toLowerCase()) },
+      { title: "kind", field: "kind", headerFilter: "list", maxWidth: 110,
         headerFilterParams: { values: ["", "into English", "out of English", "regional"] } },
-      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number",
-        maxWidth: 95 },
+      { title: "sentences", field: "sentences", hozAlign: "right", sorter: "number", width: 112 },
     ];
   }
 
@@ -134,14 +168,25 @@
   function versusView() {
     const versus = data.versus;
     const triple = versus.systems[state.system];
-    const better = lower.has(versus.metric) ? -1 : 1;
+    // Positive where the model is better than the baseline: a higher score, a lower one, or
+    // one closer to the metric's target.
+    const gain = (position) => {
+      const delta = triple[0][position];
+      if (delta === null) return null;
+      if (!(versus.metric in targets)) return lower.has(versus.metric) ? -delta : delta;
+      const base = score(versus.metric, versus.baseline, position).mean;
+      const own = score(versus.metric, state.system, position).mean;
+      if (base === null || own === null) return null;
+      return Math.abs(base - targets[versus.metric]) - Math.abs(own - targets[versus.metric]);
+    };
     const rows = data.directions.map(([src, tgt, count], position) => {
       const row = directionRow(src, tgt, count);
       row.delta = triple[0][position];
+      row.gain = gain(position);
       row.p = triple[1][position];
       row.q = triple[2][position];
-      row.verdict = row.q === null ? "" : row.q >= 0.05 ? "no significant difference" :
-        row.delta * better > 0 ? "better" : "worse";
+      row.verdict = row.q === null || row.gain === null ? "" :
+        row.q >= 0.05 ? "no significant difference" : row.gain > 0 ? "better" : "worse";
       return row;
     });
     const columns = directionColumns().concat([
@@ -151,9 +196,10 @@
         formatter: (cell) => {
           const value = cell.getValue();
           if (value === null) return "–";
-          const css = value * better > 0 ? "gain" : value * better < 0 ? "loss" : "";
-          return '<span class="' + css + '">' + (value > 0 ? "+" : "") +
-            number(value, versus.metric) + "</span>";
+          const gained = cell.getRow().getData().gain;
+          const css = gained > 0 ? "gain" : gained < 0 ? "loss" : "";
+          return element("span", { class: css },
+            [(value > 0 ? "+" : "") + number(value, versus.metric)]);
         } },
       { title: "p", headerTooltip: "paired bootstrap p-value", field: "p", hozAlign: "right", sorter: "number",
         formatter: (cell) => cell.getValue() === null ? "–" : cell.getValue().toPrecision(2) },
@@ -168,7 +214,10 @@
       counts.better + " directions better, " + counts.worse + " worse, " +
       (rows.length - counts.better - counts.worse) + " without a significant difference " +
       "(paired bootstrap, Benjamini-Hochberg over the " + rows.length + " directions, 5%).";
-    return { rows: rows, columns: columns, sort: "delta", summary: summary };
+    // The largest gains first, those without a test last.
+    const order = (row) => (row.gain === null ? -Infinity : row.gain);
+    rows.sort((a, b) => order(b) - order(a) || 0);
+    return { rows: rows, columns: columns, sort: null, summary: summary };
   }
 
   const views = {
@@ -206,7 +255,7 @@
     const chosen = [];
     if (state.view !== "versus") {
       chosen.push(select("metric", "metric", data.metrics.map((m) =>
-        [m, m + (lower.has(m) ? " (lower is better)" : " (higher is better)")])));
+        [m, m + better(m)])));
     }
     if (state.view === "language") {
       chosen.push(select("model", "model", data.models.map((m) => [m, m])));
@@ -223,10 +272,15 @@
     table = new Tabulator(holder, {
       data: view.rows,
       columns: view.columns,
-      layout: "fitDataTable",
+      // As wide as the page, however many models: the table scrolls sideways within itself,
+      // the direction (or language) column frozen, so that no column is out of reach.
+      layout: "fitData",
       height: "75vh",
       nestedFieldSeparator: false,
-      initialSort: [{ column: view.sort, dir: lower.has(state.metric) ? "asc" : "desc" }],
+      // Tabulator puts a title in as HTML; a model's name is text.
+      columnDefaults: { titleFormatter: "plaintext" },
+      initialSort: view.sort === null ? [] :
+        [{ column: view.sort, dir: ascending(state.metric) ? "asc" : "desc" }],
       placeholder: "No direction of this kind in this run",
     });
     app.dataset.view = state.view;

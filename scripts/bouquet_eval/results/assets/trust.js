@@ -73,7 +73,10 @@
     }));
     if (table) table.destroy();
     table = new Tabulator(holder, {
-      data: views[name].rows, columns, layout: "fitDataTable", height: "70vh",
+      // As wide as the page: the table scrolls sideways within itself.
+      data: views[name].rows, columns, layout: "fitData", height: "70vh",
+      // Tabulator puts a title in as HTML; a metric's name is text.
+      columnDefaults: { titleFormatter: "plaintext" },
       initialSort: [{ column: "value", dir: "desc" }],
       placeholder: "No direction here",
     });
