@@ -853,7 +853,7 @@ def test_mtme_export_of_unjudged_cells(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     scores = {"chrfpp": table["human"].to_numpy() + rng.normal(size=len(table))}
     frame = correlations(table, scores, Settings(bootstrap_resamples=5, permutation_trials=5))
-    export_judgements(tmp_path, table, scores, set())
+    export_judgements(tmp_path, table, scores, set(), {name: name for name in SYSTEMS})
     lp = DIRECTIONS[0]
     pair = read_language_pair(tmp_path, lp)
     human = pair.human["seg"]["human"]

@@ -35,6 +35,7 @@ from bouquet_eval.results.verify import (
     OK,
     compare_scores,
     mismatch_message,
+    what_was_checked,
 )
 from bouquet_eval.translators.backends import bounds
 
@@ -145,10 +146,26 @@ def test_verification_statuses_and_message() -> None:
     # text that the records, not the claim, decide).
     unseen = claimed.assign(unseen_by=["metricx", ""])
     assert compare_scores(unseen, recomputed, {"chrfpp": 1e-9}).equals(verification)
-    message = mismatch_message("m", verification)
-    assert message == (
+    # A claimed metric that this configuration does not recompute fails, unless allowed.
+    differs = (
         "model 'm', direction eng_Latn-deu_Latn, chrfpp: claimed 50.0, recomputed 50.5 "
         "(tolerance 1e-09)"
+    )
+    assert mismatch_message("m", verification, allow_unchecked=True) == differs
+    assert mismatch_message("m", verification) == "\n".join(
+        [
+            differs,
+            *(
+                f"model 'm', direction eng_Latn-{tgt}, metricx: claimed {value}, not "
+                "recomputed: this configuration does not compute it (add its metric to "
+                "metrics, or allow it with verify.allow_unchecked_claims)"
+                for tgt, value in (("deu_Latn", 4.0), ("fra_Latn", 3.0))
+            ),
+        ]
+    )
+    assert what_was_checked(verification) == (
+        "checked chrfpp, n_sentences in 2 directions; not checked (this configuration does "
+        "not recompute them): metricx"
     )
 
 
@@ -434,10 +451,15 @@ def test_a_hostile_submission_is_read_as_data_only(run: Workflow, tmp_path: Path
     failed = verified(workflow, hostile)
     assert failed.returncode != 0
     assert not marker.exists()
-    for name in ("config.yaml", "manifest.json", "COMMANDS.txt"):
-        assert f"submission '{hostile}' (model 'copy-source'): {name} not read" in failed.stderr
-    assert "'dataset' not read (not a plain file at the top of its folder)" in failed.stderr
-    assert "'link.jsonl' not read" in failed.stderr
+    assert (
+        f"submission '{hostile}' (model 'copy-source'): 'COMMANDS.txt', 'SHA256SUMS', "
+        "'config.yaml', 'eval_results.yaml', 'manifest.json' not read (a submission brings "
+        "data only: it is verified with this configuration)"
+    ) in failed.stderr
+    assert (
+        "'dataset', 'link.jsonl' not read (not a plain file at the top of its folder)"
+        in failed.stderr
+    )
     verification = pd.read_csv(
         workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
     )
@@ -460,8 +482,10 @@ def test_an_archive_is_read_without_unpacking_what_it_names(run: Workflow, tmp_p
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         tar.addfile(link)
     result = verified(workflow, archive, check=True)
-    assert "'copy-source/../escaped.csv' not read" in result.stderr
-    assert "'copy-source/eng_Latn-deu_Latn.jsonl.link' not read" in result.stderr
+    assert (
+        "'copy-source/../escaped.csv', 'copy-source/eng_Latn-deu_Latn.jsonl.link' not read"
+        in result.stderr
+    )
     assert not list(tmp_path.rglob("escaped.csv"))
     verification = pd.read_csv(
         workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
@@ -479,8 +503,8 @@ def test_a_direction_outside_the_dataset_is_refused(run: Workflow, tmp_path: Pat
     assert failed.returncode != 0
     direction = f"../dataset/eng_Latn-{claim.loc[3, 'tgt_lang']}"
     assert (
-        f"{hostile / 'scores.csv'}, line 5: direction {direction!r} is not a direction of the "
-        "dataset; refused"
+        f"submission '{hostile}', member 'scores.csv', line 5: direction {direction!r} is not "
+        "a direction of the dataset; refused"
     ) in failed.stderr
     assert not (workflow.workdir / "runs" / "received").exists()  # refused before any job
 
@@ -546,9 +570,12 @@ TAMPERING = {
     ),
     "line-not-json": (
         lambda f: _edit_lines(f / FRA, lambda lines: ["{not json", *lines[1:]]),
-        f"{FRA}, line 1, column",
+        f"member '{FRA}', line 1, column",
     ),
-    "file-missing": (lambda f: (f / FRA).unlink(), "No such file"),
+    "file-missing": (
+        lambda f: (f / FRA).unlink(),
+        f"member '{FRA}': not found, so direction eng_Latn-fra_Latn cannot be verified",
+    ),
     "other-direction": (
         lambda f: shutil.copyfile(f / "eng_Latn-deu_Latn.jsonl", f / FRA),
         "tgt_lang is 'deu_Latn', expected 'fra_Latn'",
@@ -572,7 +599,15 @@ def test_every_tampering_is_caught(run: Workflow, tmp_path: Path) -> None:
         else:
             assert not (outputs / "verification.csv").exists(), name
             log = workflow.workdir / "logs" / "received" / name / "verify.log"
-            assert evidence in log.read_text(encoding="utf-8"), name
+            (failure,) = [
+                line
+                for line in log.read_text(encoding="utf-8").splitlines()
+                if "job failed: " in line
+            ]
+            # The submission and its member are named, never where the job unpacked it.
+            assert evidence in failure, name
+            assert f"submission '{tmp_path / 'inbox' / name}' (model '{name}'), member " in failure
+            assert "received-" not in failure
 
 
 def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:

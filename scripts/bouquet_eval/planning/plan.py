@@ -29,6 +29,7 @@ from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.environment import workflow_commit
 from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
+from bouquet_eval.core.names import shown
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
@@ -42,7 +43,12 @@ from bouquet_eval.data.outputs import (
     translation_output,
 )
 from bouquet_eval.data.prefetch import is_local
-from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.data.received import (
+    ArchiveLimits,
+    ReceivedSubmission,
+    SubmissionError,
+    receive,
+)
 from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
@@ -282,17 +288,23 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
-    received = receive_submissions(config["submissions"], dataset, home)
+    # Read and checked by the main process only (it fetches), before any job starts; the
+    # processes of jobs read each one's name.
+    received = receive_submissions(
+        config["submissions"], dataset, home, ArchiveLimits.of(config["verify"]["limits"]), fetch
+    )
     judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
     judged = {}
     if judgements is not None:
         # Checked whole by the main process only (it fetches), before any job starts.
-        for system, (folder, system_directions) in judged_systems(
+        for system, judged_system in judged_systems(
             judgements, dataset.directions(), output_dir, check=fetch
         ).items():
-            # Named apart from the models, whose rules and logs share the namespace.
+            folder = judged_system.folder
+            # Named by its folder name, never by the name the table gives (data only), and apart
+            # from the models, whose rules and logs share the namespace.
             judged[system] = ModelPlan(
-                name=f"metaeval/{system}",
+                name=f"metaeval/{judged_system.folder_name}",
                 entry={"name": system},
                 folder=folder,
                 translation_settings={},
@@ -303,7 +315,7 @@ def load_plan(
                 environment="workflow",
                 price=None,
                 batch=False,
-                shards=assign_shards(system_directions, config["shards"], None),
+                shards=assign_shards(judged_system.directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
             )
     return Plan(
@@ -324,22 +336,33 @@ def load_plan(
 
 
 def receive_submissions(
-    paths: Sequence[str], dataset: DatasetSource, home: Mapping[str, str]
+    paths: Sequence[str],
+    dataset: DatasetSource,
+    home: Mapping[str, str],
+    limits: ArchiveLimits,
+    check: bool = True,
 ) -> dict[str, ReceivedSubmission]:
-    """The received submissions by model name, each read as data (bouquet_eval.data.received)."""
+    """The received submissions by folder name, each read as data within `limits`
+    (bouquet_eval.data.received); `check=False` reads their names only."""
     received: dict[str, ReceivedSubmission] = {}
-    known = dataset.directions() if paths else []
+    known = dataset.directions() if paths and check else []
     for index, path in enumerate(paths):
         key = f"submissions[{index}]"
-        submission = receive(expand_path(path, home), known, key)
-        if submission.name in received:
+        submission = receive(expand_path(path, home), known, key, limits, check=check)
+        taken = received.get(submission.folder_name.casefold())
+        if taken is not None:
+            same = taken.name == submission.name
             raise SubmissionError(
-                f"submissions '{received[submission.name].source}' and '{path}' are both of "
-                f"model '{submission.name}'",
+                f"submissions '{taken.source}' and '{path}' are both of model "
+                f"{shown(submission.name)}"
+                if same
+                else f"submissions '{taken.source}' and '{path}': models {shown(taken.name)} "
+                f"and {shown(submission.name)} map to one folder name "
+                f"('{taken.folder_name}'); rename one",
                 key,
             )
-        received[submission.name] = submission
-    return received
+        received[submission.folder_name.casefold()] = submission
+    return {submission.folder_name: submission for submission in received.values()}
 
 
 def model_settings(model: dict[str, Any]) -> dict[str, Any]:
