@@ -70,7 +70,7 @@ class ArchiveLimits:
 
     members: int = 5000
     member_bytes: int = 64 * MIB
-    total_bytes: int = 4096 * MIB
+    total_bytes: int = 2048 * MIB
     claim_rows: int = 10000
 
     @classmethod
@@ -303,7 +303,8 @@ def _members(source: Path, limits: ArchiveLimits) -> Generator[_Member]:
                     top = parts[0]
                 elif parts[0] != top:
                     raise _Refused(
-                        f"it is not one folder: it holds {shown(top)} and {shown(parts[0])}"
+                        f"it is not one folder: it holds {shown(top)} and {shown(parts[0])}",
+                        f", member {shown(member.name)}",
                     )
                 counted.add(member.name, member.size if member.isreg() else 0)
                 plain = member.isreg() and len(parts) == 2 and parts[1] not in ("", ".", "..")
@@ -459,10 +460,11 @@ def _checked_claim(
     import pandas as pd
 
     def at(line: int, column: str | None = None) -> str:
-        return f"{member}, line {line}" + (f", column {shown(column)}" if column else "")
+        return f"{member}, line {line}" + (
+            f", column {shown(column, quoted=False)}" if column else ""
+        )
 
-    text = io.TextIOWrapper(content, encoding="utf-8-sig", newline="")
-    reader = csv.reader(_claim_lines(text, at, limits))
+    reader = csv.reader(_claim_lines(content, at, limits))
     try:
         header = next(reader, None)
         if header is None:
@@ -507,29 +509,24 @@ def _checked_claim(
 
 
 def _claim_lines(
-    text: io.TextIOWrapper, at: Callable[[int], str], limits: ArchiveLimits
+    content: IO[bytes], at: Callable[[int], str], limits: ArchiveLimits
 ) -> Iterator[str]:
-    """The lines of scores.csv, each at most MAX_CLAIM_LINE characters, at most
-    `limits.claim_rows` of them after the header."""
+    """The lines of scores.csv, decoded (a byte-order mark dropped), each at most
+    MAX_CLAIM_LINE bytes, at most `limits.claim_rows` of them after the header."""
     number = 0
-    while True:
+    while line := content.readline(MAX_CLAIM_LINE + 1):
         number += 1
-        try:
-            line = text.readline(MAX_CLAIM_LINE + 1)
-        except UnicodeDecodeError as error:
-            raise _Refused(
-                f"not UTF-8 text (byte {error.object[error.start]:#04x})", at(number)
-            ) from None
-        if not line:
-            return
         if len(line) > MAX_CLAIM_LINE:
-            raise _Refused(f"a line longer than {MAX_CLAIM_LINE} characters", at(number))
+            raise _Refused(f"a line longer than {_size(MAX_CLAIM_LINE)}", at(number))
         if number > limits.claim_rows + 1:
             raise _Refused(
                 f"more than {limits.claim_rows} rows, the limit (verify.limits.claim_rows)",
                 at(number),
             )
-        yield line
+        try:
+            yield line.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            raise _Refused(f"not UTF-8 text (byte {line[error.start]:#04x})", at(number)) from None
 
 
 def _check_header(header: list[str], where: str) -> None:
