@@ -4,6 +4,7 @@ assumed layout, docs/metaeval.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -57,3 +58,17 @@ def sample_judgements() -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def judgements_by(systems: Sequence[str]) -> pd.DataFrame:
+    """`sample_judgements`, each of `systems` a system of its own: the sample's three systems'
+    rows taken in turn, each renamed."""
+    table = sample_judgements()
+    names = sorted(table["system"].unique())
+    return pd.concat(
+        [
+            table[table["system"] == names[position % len(names)]].assign(system=system)
+            for position, system in enumerate(systems)
+        ],
+        ignore_index=True,
+    )

@@ -41,7 +41,7 @@ from .hostile_archives import (
     tiny_files,
     write_archive,
 )
-from .sample_forms import sample_judgements
+from .sample_forms import judgements_by
 from .workflow_configs import SAMPLE_DIRECTIONS
 
 SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
@@ -151,15 +151,8 @@ def test_shown_text_carries_no_control_character() -> None:
 
 
 def hostile_table(path: Path, names: Sequence[str]) -> JudgementSource:
-    """The sample's judgements, each of `names` a system of its own (the table's three
-    systems renamed in turn)."""
-    table = sample_judgements()
-    systems = sorted(table["system"].unique())
-    frames = [
-        table[table["system"] == systems[position % len(systems)]].assign(system=name)
-        for position, name in enumerate(names)
-    ]
-    pd.concat(frames, ignore_index=True).to_csv(path, index=False)
+    """The sample's judgements, each of `names` a system of its own."""
+    judgements_by(names).to_csv(path, index=False)
     columns = {
         "src_lang": "src_lang",
         "tgt_lang": "tgt_lang",
