@@ -9,7 +9,9 @@ import asyncio
 import hashlib
 import json
 import shutil
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,7 @@ from bouquet_eval.translators.backends import bounds
 
 from . import browser
 from .conftest import SAMPLE, Workflow
+from .hostile_archives import GIB, Zeros, folder_members, member, tiny_files, write_archive
 from .leaderboard_models import SMALL, synthetic_model
 from .mtme_reader import read_language_pair
 from .workflow_configs import SMALL_JOBS
@@ -493,6 +496,101 @@ def test_an_archive_is_read_without_unpacking_what_it_names(run: Workflow, tmp_p
     assert set(verification["status"]) == {OK} and len(verification) == 3 * 20
 
 
+# Runs a command and prints, last, the largest resident set of its process tree (in KiB).
+PEAK_MEMORY = (
+    sys.executable,
+    "-c",
+    "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+    "print('peak', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)",
+)
+
+
+def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
+    run: Workflow, tmp_path: Path
+) -> None:
+    """A bomb and an archive of 100,000 members are refused while Snakemake plans, in one line
+    each, within 60 s and 1 GiB; an honest archive whose claim has a byte-order mark and CRLF
+    line ends, with links and names that hold terminal escapes among its files, passes, and
+    says what it checked: nothing is written outside the maintainer's folders."""
+    workflow = maintainer(run, tmp_path)
+    folder = received(run, tmp_path / "packing")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    bomb = write_archive(
+        inbox / "bomb.tar.gz",
+        [*folder_members(folder, "bomb"), member("bomb/eng_Latn-fra_Latn.jsonl", Zeros(GIB))],
+    )
+    crowd = write_archive(
+        inbox / "crowd.tar.gz",
+        [*folder_members(folder, "crowd"), *tiny_files(f"crowd/{n}.txt" for n in range(100_000))],
+    )
+    for archive, refusal in (
+        (bomb, "member 'bomb/eng_Latn-fra_Latn.jsonl': 1.0 GiB unpacked, over the limit of "
+         "64.0 MiB a file (verify.limits.member_mib); refused"),
+        (crowd, "more than 5000 members, the limit (verify.limits.members); refused"),
+    ):  # fmt: skip
+        started = time.monotonic()
+        refused = workflow.run(
+            "verify", "--config", f"submissions=[{archive}]", check=False, prefix=PEAK_MEMORY
+        )
+        assert time.monotonic() - started < 60
+        assert refused.returncode != 0
+        (line,) = [line for line in refused.stderr.splitlines() if "; refused" in line]
+        assert line.startswith(f"bouquet-eval: submission '{archive}', member ") and refusal in line
+        peak = int(refused.stderr.rsplit("peak ", 1)[1])
+        assert peak < 1 << 20, f"{peak} KiB"
+        assert not (workflow.workdir / "runs").exists()
+
+    claim = (folder / "scores.csv").read_text(encoding="utf-8")
+    (folder / "scores.csv").write_bytes(("\ufeff" + claim.replace("\n", "\r\n")).encode("utf-8"))
+    honest = [
+        *folder_members(folder, "copy-source"),
+        member("copy-source/\x1b]0;pwned\x07.txt", b"x"),
+        member("copy-source/x\r\nbouquet-eval: every claimed value reproduced", b"x"),
+        member("copy-source/eng_Latn-fra_Latn.jsonl.link", kind=tarfile.SYMTYPE, linkname="/"),
+    ]
+    archive = write_archive(inbox / "copy-source.tar.gz", honest)
+    # A claim of a metric the maintainer does not compute: passes where allowed, as unchecked.
+    (folder / "scores.csv").write_text(
+        claim.replace("\n", ",99.0\n").replace("chrfpp_corpus,99.0", "chrfpp_corpus,bleu"),
+        encoding="utf-8",
+    )
+    unchecked = received(run, tmp_path / "unchecked", "with-bleu")
+    shutil.copyfile(folder / "scores.csv", unchecked / "scores.csv")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = files_under(tmp_path)
+    passed = workflow.run(
+        "verify",
+        "--config",
+        f"submissions=[{archive}, {unchecked}]",
+        "verify={allow_unchecked_claims: true}",
+        env={"TMPDIR": str(scratch)},
+    )
+    work = workflow.workdir
+    kept = (work / "runs", work / "logs", work / ".snakemake")
+    written = files_under(tmp_path) - before
+    assert all(any(f in path.parents for f in kept) for path in written), sorted(written)
+    assert not list(scratch.iterdir())  # the unpacked files are gone
+    assert "\x1b" not in passed.stderr + passed.stdout and "\r" not in passed.stderr
+    assert "'\\x1b]0;pwned\\x07.txt'" in passed.stderr
+    log = (work / "logs" / "verify.log").read_text(encoding="utf-8")
+    assert (
+        "model 'copy-source': every value checked reproduced; checked chrfpp, chrfpp_corpus, "
+        "n_sentences in 20 directions"
+    ) in log
+    assert (
+        "model 'with-bleu': every value checked reproduced; checked chrfpp, chrfpp_corpus, "
+        "n_sentences in 20 directions; not checked (this configuration does not recompute "
+        "them): bleu"
+    ) in log
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if not path.is_dir()}
+
+
 def test_a_direction_outside_the_dataset_is_refused(run: Workflow, tmp_path: Path) -> None:
     workflow = maintainer(run, tmp_path)
     hostile = received(run, tmp_path / "inbox")
@@ -551,6 +649,8 @@ TAMPERING = {
         lambda f: _edit_claim(f, lambda c: c.drop(columns=["chrfpp_corpus"])),
         "not claimed",
     ),
+    # Not recomputed by the maintainer's configuration, so not checked: fails unless allowed.
+    "metric-unchecked": (lambda f: _edit_claim(f, lambda c: c.assign(bleu=99.0)), NOT_RECOMPUTED),
     "translation-edited": (lambda f: _edit_line(f / FRA, 0, mt_text="un autre texte"), "differs"),
     "source-edited": (
         lambda f: _edit_line(f / FRA, 0, src_text="another source"),
@@ -591,9 +691,14 @@ def test_every_tampering_is_caught(run: Workflow, tmp_path: Path) -> None:
         tamper(folders[-1])
     failed = verified(workflow, *folders)
     assert failed.returncode != 0
+    assert (
+        "model 'metric-unchecked', direction arb_Arab-eng_Latn, bleu: claimed 99.0, not "
+        "recomputed: this configuration does not compute it (add its metric to metrics, or "
+        "allow it with verify.allow_unchecked_claims)"
+    ) in failed.stderr
     for name, (_, evidence) in TAMPERING.items():
         outputs = workflow.workdir / "runs" / "received" / name
-        if evidence in (DIFFERS, NOT_CLAIMED):
+        if evidence in (DIFFERS, NOT_CLAIMED, NOT_RECOMPUTED):
             verification = pd.read_csv(outputs / "verification.csv")
             assert evidence in set(verification["status"]), name
         else:
