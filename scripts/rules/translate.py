@@ -15,6 +15,7 @@ def main(snakemake: SnakemakeJob) -> None:
             plan.dataset,
             plan.limit,
             plan.config["stall_timeout"],
+            plan.secrets(),
         )
 
 
