@@ -4,7 +4,7 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.data.outputs import SCORED_SUFFIX, direction_of
+from bouquet_eval.data.outputs import SCORED_SUFFIX, direction_of, metrics_written
 from bouquet_eval.scoring.score import ScoreJob
 
 
@@ -16,7 +16,7 @@ def main(snakemake: SnakemakeJob) -> None:
         job = ScoreJob(
             list(dict.fromkeys(direction_of(path) for path in snakemake.output)),
             folder,
-            list(snakemake.params.metrics),
+            metrics_written(snakemake.output, plan.metrics),
             plan.config,
             dataset,
             limit,

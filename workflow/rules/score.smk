@@ -38,9 +38,10 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 threads: job_settings("score", family=family)["cpus"]
                 resources:
                     **job_resources("score", score_gpus(family), family=family),
+                # Its metrics are those of its outputs: a list of them here would be recorded
+                # by Snakemake, and removing one would start the job again for nothing.
                 params:
                     plan=PLAN,
-                    metrics=names,
                     python=family_python(family),
                 script:
                     "../../scripts/rules/score_metrics.py"
