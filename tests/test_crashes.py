@@ -35,10 +35,22 @@ def outputs(workdir: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for pattern in COMPARED for path in folder.glob(pattern)}
 
 
-def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 180) -> bool:
-    """Start the workflow as a user would, kill its process group once `condition` holds.
+# How long a run may take to stop after Ctrl-C, on a loaded machine: it takes 1-6 s with the
+# load average at 20 on 2 cores.
+STOPS_WITHIN = 20
 
-    Returns whether it was killed (False: the run ended first).
+
+def run_until(
+    workflow: Workflow,
+    condition: Callable[[], bool],
+    limit: float = 180,
+    stop: signal.Signals = signal.SIGKILL,
+) -> bool:
+    """Start the workflow as a user would, send `stop` to its process group once `condition`
+    holds (SIGINT: what Ctrl-C in a terminal sends); every process of the group must then end
+    within STOPS_WITHIN seconds.
+
+    Returns whether it was stopped (False: the run ended first).
     """
     process = subprocess.Popen(
         workflow.command(),
@@ -52,8 +64,12 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
     try:
         while process.poll() is None and time.monotonic() < deadline:
             if condition():
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                os.killpg(process.pid, stop)
+                process.wait(timeout=STOPS_WITHIN)
+                ended = time.monotonic() + STOPS_WITHIN
+                while group_alive(process.pid) and time.monotonic() < ended:
+                    time.sleep(0.1)
+                assert not group_alive(process.pid), f"processes left after {stop.name}"
                 return True
             time.sleep(0.05)
         assert process.poll() is not None, "the run neither ended nor reached the kill point"
@@ -62,6 +78,14 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: Path) -> None:
@@ -91,6 +115,43 @@ def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: P
     translated = Counter(line for line in recorded(record) if line != "LOAD")
     assert set(translated) == set(DIRECTIONS)
     assert max(translated.values()) <= 2, translated
+    assert "Nothing to be done" in workflow.run("--dry-run").stdout
+
+
+def after(seconds: float) -> Callable[[], bool]:
+    """A condition that holds `seconds` after it is first asked (as a run starts)."""
+    start: list[float] = []
+
+    def condition() -> bool:
+        start.append(time.monotonic())
+        return start[-1] - start[0] > seconds
+
+    return condition
+
+
+def test_ctrl_c_stops_a_run_within_seconds_at_any_moment(workflow: Workflow, dataset: Path) -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while Snakemake starts and
+    parses the workflow, while it plans, while translating and while scoring: every process
+    ends within STOPS_WITHIN seconds each time, and the same command then finishes the run."""
+    record = workflow.workdir / "record.txt"
+    workflow.write_config(crash_config(dataset, record))
+    folder = workflow.workdir / "runs" / "rec"
+
+    def translated() -> int:
+        return len([line for line in recorded(record) if line != "LOAD"])
+
+    moments = [
+        after(0.5),
+        after(2.5),
+        lambda: translated() >= 3,
+        lambda: any(folder.glob("*.scored.parquet")),
+    ]
+    stopped = [run_until(workflow, moment, stop=signal.SIGINT) for moment in moments]
+    assert stopped[:3] == [True] * 3, stopped
+    workflow.run()
+    assert sorted(path.name for path in folder.glob("*.scored.parquet")) == sorted(
+        f"{direction}.scored.parquet" for direction in DIRECTIONS
+    )
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
 
 
