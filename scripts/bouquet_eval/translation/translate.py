@@ -164,12 +164,14 @@ def translate_directions(
     progress = JobProgress(len(work))
     watchdog = StallWatchdog(
         stall_timeout,
-        # A translator may count what it does within a direction (requests_sent).
+        # A translator may count what it does within a direction (requests sent, decoding
+        # steps of a batch).
         probe=lambda: (
             flight.pulled,
             flight.landed,
             usage_counters(translator),
             getattr(translator, "requests_sent", None),
+            getattr(translator, "decoding_steps", None),
         ),
         describe=lambda: stalled_message(model, work, flight, stall_timeout),
     )
