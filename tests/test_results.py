@@ -149,6 +149,12 @@ def test_verification_statuses_and_message() -> None:
     # text that the records, not the claim, decide).
     unseen = claimed.assign(unseen_by=["metricx", ""])
     assert compare_scores(unseen, recomputed, {"chrfpp": 1e-9}).equals(verification)
+    # Columns named as the comparison's own never stand for another.
+    odd = compare_scores(
+        claimed.assign(_merge=1.0, chrfpp_claimed=2.0), recomputed, {"chrfpp": 1e-9}
+    ).set_index(["tgt_lang", "metric"])["status"]
+    assert odd[("deu_Latn", "chrfpp")] == DIFFERS and odd[("fra_Latn", "chrfpp")] == OK
+    assert odd[("fra_Latn", "_merge")] == odd[("fra_Latn", "chrfpp_claimed")] == NOT_RECOMPUTED
     # A claimed metric that this configuration does not recompute fails, unless allowed.
     differs = (
         "model 'm', direction eng_Latn-deu_Latn, chrfpp: claimed 50.0, recomputed 50.5 "

@@ -164,30 +164,28 @@ def compared_columns(frame: pd.DataFrame) -> list[str]:
 def compare_scores(
     claimed: pd.DataFrame, recomputed: pd.DataFrame, tolerances: Mapping[str, float]
 ) -> pd.DataFrame:
-    """One row per direction and value: claimed, recomputed, difference and status."""
-    merged = claimed.merge(
-        recomputed,
-        on=GROUP_COLUMNS,
-        how="outer",
-        suffixes=("_claimed", "_recomputed"),
-        indicator=True,
-    )
+    """One row per direction and value: claimed, recomputed, difference and status. Rows are
+    matched by direction, the claim's columns by name, whatever they are called (no column of
+    a claim can stand for another)."""
+    claims = _by_direction(claimed)
+    recomputations = _by_direction(recomputed)
+    claimed_columns = set(compared_columns(claimed))
     recomputed_columns = set(compared_columns(recomputed))
     columns = list(dict.fromkeys(compared_columns(claimed) + compared_columns(recomputed)))
     records = []
-    for row in merged.to_dict(orient="records"):
-        direction_claimed = row["_merge"] != "right_only"
-        direction_recomputed = row["_merge"] != "left_only"
+    for direction in sorted(claims.keys() | recomputations.keys()):
+        claim_row = claims.get(direction)
+        recomputed_row = recomputations.get(direction)
         for column in columns:
-            in_claim = direction_claimed and column in claimed
-            in_recomputed = direction_recomputed and column in recomputed_columns
-            claim = _value(row, column, "_claimed", in_claim)
-            value = _value(row, column, "_recomputed", in_recomputed)
+            in_claim = claim_row is not None and column in claimed_columns
+            in_recomputed = recomputed_row is not None and column in recomputed_columns
+            claim = float(claim_row[column]) if in_claim else math.nan  # type: ignore[index]
+            value = float(recomputed_row[column]) if in_recomputed else math.nan  # type: ignore[index]
             tolerance = tolerances.get(column, DEFAULT_TOLERANCE)
             records.append(
                 {
-                    "src_lang": row["src_lang"],
-                    "tgt_lang": row["tgt_lang"],
+                    "src_lang": direction[0],
+                    "tgt_lang": direction[1],
                     "metric": column,
                     "claimed": claim,
                     "recomputed": value,
@@ -199,11 +197,10 @@ def compare_scores(
     return pd.DataFrame.from_records(records, columns=VERIFICATION_COLUMNS)
 
 
-def _value(row: Mapping[str, Any], column: str, suffix: str, present: bool) -> float:
-    if not present:
-        return math.nan
-    value = row[f"{column}{suffix}"] if f"{column}{suffix}" in row else row[column]
-    return float(value)
+def _by_direction(frame: pd.DataFrame) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (str(row["src_lang"]), str(row["tgt_lang"])): row for row in frame.to_dict(orient="records")
+    }
 
 
 def _status(claim: float, value: float, tolerance: float, claimed: bool, recomputed: bool) -> str:
