@@ -13,6 +13,11 @@ same job, on the same machine, reads the ledger first and unlinks each entry of 
 still there, that belongs to this user and that no live process has open or mapped, and then
 starts a ledger of its own. Entries of other jobs and other users are never touched. Where
 there is no `/dev/shm` and no `/proc` (not Linux), nothing is done.
+
+The same thread keeps the list of the processes the job started, and theirs: a job stopped by
+Ctrl-C kills those still running (`SharedMemoryLedger.stop_descendants`), so that it ends in
+seconds. vLLM's workers otherwise outlive their engine by tens of seconds, holding the job, and
+Snakemake, until they notice.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -43,15 +49,24 @@ def _entries() -> set[str]:
         return set()
 
 
-def _tree(root: int) -> set[int]:
-    """`root` and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process: its parent and its start time (which tells it from a later process
+    given the same number), from /proc."""
+    found = {}
     for entry in PROC.glob("[0-9]*/stat"):
         try:
             fields = entry.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # the process ended
-        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+        found[int(entry.parent.name)] = (int(fields[1]), fields[19])
+    return found
+
+
+def _tree(root: int, processes: dict[int, tuple[int, str]] | None = None) -> set[int]:
+    """`root` and its descendants."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in (processes if processes is not None else _processes()).items():
+        children.setdefault(parent, []).append(pid)
     tree, pending = set(), [root]
     while pending:
         pid = pending.pop()
@@ -85,6 +100,14 @@ def _held(processes: set[int] | None) -> set[str]:
     return held
 
 
+def _is_resource_tracker(pid: int) -> bool:
+    try:
+        command = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"multiprocessing.resource_tracker" in command
+
+
 class SharedMemoryLedger:
     """The shared memory of one job (its ledger at `path`); see the module docstring."""
 
@@ -92,6 +115,8 @@ class SharedMemoryLedger:
         self.path = path
         self.host = socket.gethostname()
         self.recorded: set[str] = set()
+        self.descendants: dict[int, str] = {}
+        """The processes this one started, and theirs (pid -> start time), as last seen."""
         self._stop = threading.Event()
 
     def release_leftovers(self) -> list[str]:
@@ -136,6 +161,9 @@ class SharedMemoryLedger:
         thread.start()
         try:
             yield
+        except KeyboardInterrupt:
+            self.stop_descendants()
+            raise
         finally:
             self._stop.set()
             thread.join()
@@ -148,7 +176,33 @@ class SharedMemoryLedger:
 
     def _watch(self, before: set[str]) -> None:
         while not self._stop.wait(WATCH_INTERVAL):
+            self.note_descendants()
             self._look(before)
+
+    def note_descendants(self) -> None:
+        """Add the processes this one has started, and theirs, to `descendants`."""
+        processes = _processes()
+        self.descendants.update(
+            (pid, processes[pid][1]) for pid in _tree(os.getpid(), processes) - {os.getpid()}
+        )
+
+    def stop_descendants(self) -> list[int]:
+        """Kill the processes this one started, and theirs, that still run (Ctrl-C reached
+        them all, but vLLM's workers wait for their engine to tell them to stop, for tens of
+        seconds once it has died); not Python's resource tracker, which releases what they
+        held once they are gone. The pids killed."""
+        self.note_descendants()
+        processes = _processes()
+        killed = []
+        for pid, started in self.descendants.items():
+            if processes.get(pid, (0, ""))[1] != started or _is_resource_tracker(pid):
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        if killed:
+            log.info("stopped %d processes the job had started: %s", len(killed), killed)
+        return killed
 
     def _look(self, before: set[str]) -> None:
         new = _entries() - before - self.recorded
