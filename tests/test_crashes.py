@@ -1,6 +1,7 @@
-"""Crashes lose nothing: the whole Snakemake process group is killed (SIGKILL) at several
-points of a run, the same command is run again each time, and the outputs end byte-equal to
-those of a run that was never interrupted, with no direction translated more than twice."""
+"""Crashes lose nothing: the whole Snakemake process group is killed (SIGKILL) or interrupted
+(Ctrl-C) at several points of a run, the same command is run again each time, and the outputs
+end byte-equal to those of a run that was never interrupted, with no direction translated more
+than twice."""
 
 from __future__ import annotations
 
@@ -88,36 +89,6 @@ def group_alive(group: int) -> bool:
     return True
 
 
-def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: Path) -> None:
-    reference = Workflow(tmp_path / "uninterrupted")
-    reference.workdir.mkdir()
-    reference.write_config(crash_config(dataset, tmp_path / "reference-record.txt"))
-    reference.run()
-    expected = outputs(reference.workdir)
-    assert len(expected) == 2 * len(DIRECTIONS) + 3
-
-    record = workflow.workdir / "record.txt"
-    workflow.write_config(crash_config(dataset, record))
-    folder = workflow.workdir / "runs" / "rec"
-    kill_points = [
-        # In the middle of translating, twice.
-        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 2,
-        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 6,
-        # While scoring, and while aggregating.
-        lambda: any(folder.glob("*.scored.parquet")),
-        lambda: (workflow.workdir / "logs" / "rec" / "aggregate.log").exists(),
-    ]
-    killed = [run_until(workflow, point) for point in kill_points]
-    assert killed[0], "the first kill point is reached in every run"
-    final = workflow.run()
-    assert final.returncode == 0
-    assert outputs(workflow.workdir) == expected
-    translated = Counter(line for line in recorded(record) if line != "LOAD")
-    assert set(translated) == set(DIRECTIONS)
-    assert max(translated.values()) <= 2, translated
-    assert "Nothing to be done" in workflow.run("--dry-run").stdout
-
-
 def after(seconds: float) -> Callable[[], bool]:
     """A condition that holds `seconds` after it is first asked (as a run starts)."""
     start: list[float] = []
@@ -129,10 +100,21 @@ def after(seconds: float) -> Callable[[], bool]:
     return condition
 
 
-def test_ctrl_c_stops_a_run_within_seconds_at_any_moment(workflow: Workflow, dataset: Path) -> None:
-    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while Snakemake starts and
-    parses the workflow, while it plans, while translating and while scoring: every process
-    ends within STOPS_WITHIN seconds each time, and the same command then finishes the run."""
+def test_killed_or_interrupted_runs_lose_nothing(
+    workflow: Workflow, dataset: Path, tmp_path: Path
+) -> None:
+    """The run is stopped at several moments, by Ctrl-C (SIGINT to the process group, as a
+    terminal sends it: every process must end within STOPS_WITHIN seconds) or killed outright
+    (SIGKILL), and the same command is run again each time: the outputs end byte-equal to
+    those of a run never interrupted. (How a job ends on Ctrl-C is tested on its own in
+    test_stream.py and test_shared_memory.py.)"""
+    reference = Workflow(tmp_path / "uninterrupted")
+    reference.workdir.mkdir()
+    reference.write_config(crash_config(dataset, tmp_path / "reference-record.txt"))
+    reference.run()
+    expected = outputs(reference.workdir)
+    assert len(expected) == 2 * len(DIRECTIONS) + 3
+
     record = workflow.workdir / "record.txt"
     workflow.write_config(crash_config(dataset, record))
     folder = workflow.workdir / "runs" / "rec"
@@ -140,18 +122,24 @@ def test_ctrl_c_stops_a_run_within_seconds_at_any_moment(workflow: Workflow, dat
     def translated() -> int:
         return len([line for line in recorded(record) if line != "LOAD"])
 
-    moments = [
-        after(0.5),
-        after(2.5),
-        lambda: translated() >= 3,
-        lambda: any(folder.glob("*.scored.parquet")),
+    stops = [
+        # Ctrl-C while Snakemake starts and plans, before any job.
+        (after(2.0), signal.SIGINT),
+        # In the middle of translating, twice.
+        (lambda: translated() >= 2, signal.SIGINT),
+        (lambda: translated() >= 6, signal.SIGKILL),
+        # While scoring, and while aggregating.
+        (lambda: any(folder.glob("*.scored.parquet")), signal.SIGINT),
+        (lambda: (workflow.workdir / "logs" / "rec" / "aggregate.log").exists(), signal.SIGKILL),
     ]
-    stopped = [run_until(workflow, moment, stop=signal.SIGINT) for moment in moments]
-    assert stopped[:3] == [True] * 3, stopped
-    workflow.run()
-    assert sorted(path.name for path in folder.glob("*.scored.parquet")) == sorted(
-        f"{direction}.scored.parquet" for direction in DIRECTIONS
-    )
+    stopped = [run_until(workflow, point, stop=stop) for point, stop in stops]
+    assert stopped[:2] == [True, True], "the first two stops are reached in every run"
+    final = workflow.run()
+    assert final.returncode == 0
+    assert outputs(workflow.workdir) == expected
+    translated_times = Counter(line for line in recorded(record) if line != "LOAD")
+    assert set(translated_times) == set(DIRECTIONS)
+    assert max(translated_times.values()) <= 2, translated_times
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
 
 
