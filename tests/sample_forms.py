@@ -13,6 +13,18 @@ import pyarrow.parquet as pq
 
 from .conftest import SAMPLE
 
+DEFAULT_COLUMNS = {
+    "src_lang": "src_lang",
+    "tgt_lang": "tgt_lang",
+    "source": "src_text",
+    "translation": "mt_text",
+    "reference": "tgt_text",
+    "system": "system",
+    "score": "score",
+    "segment": "uniq_id",
+}
+"""metaeval.columns by default: each field's column in Met-BOUQuET's assumed layout."""
+
 
 def save_sample(folder: Path, as_dict: bool = False) -> None:
     """The sample's rows in one table, directions interleaved, as `datasets` saves it (needs

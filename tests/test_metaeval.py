@@ -58,25 +58,15 @@ from bouquet_eval.results.trust import (
 from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 from . import browser
-from .conftest import SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow, files_under
 from .hub_datasets import MET_BOUQUET_FILES, bouquet_on_hub, met_bouquet_on_hub
 from .hub_server import HubServer, files_of
 from .mtme_reader import read_language_pair
-from .sample_forms import sample_judgements
+from .sample_forms import DEFAULT_COLUMNS, sample_judgements
 from .synthetic import bouquet_shaped_directions
 from .workflow_configs import SMALL_JOBS, met_bouquet_config
 
 TOLERANCE = 1e-9
-DEFAULT_COLUMNS = {
-    "src_lang": "src_lang",
-    "tgt_lang": "tgt_lang",
-    "source": "src_text",
-    "translation": "mt_text",
-    "reference": "tgt_text",
-    "system": "system",
-    "score": "score",
-    "segment": "uniq_id",
-}
 DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "arb_Arab-fra_Latn"]
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
@@ -627,10 +617,6 @@ def test_bad_judgements_stop_the_run_before_any_job(
     assert re.search(named, result.stderr), result.stderr
     assert not (workflow.workdir / "runs").exists()
     assert not (workflow.workdir / "logs").exists()
-
-
-def files_under(folder: Path) -> set[Path]:
-    return {path for path in folder.rglob("*") if not path.is_dir()}
 
 
 def test_jsonl_judgements_with_mapped_columns(workflow: Workflow, tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ from .hostile_archives import (
     tiny_files,
     write_archive,
 )
-from .sample_forms import judgements_by
+from .sample_forms import DEFAULT_COLUMNS, judgements_by
 from .workflow_configs import SAMPLE_DIRECTIONS
 
 SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
@@ -153,17 +153,7 @@ def test_shown_text_carries_no_control_character() -> None:
 def hostile_table(path: Path, names: Sequence[str]) -> JudgementSource:
     """The sample's judgements, each of `names` a system of its own."""
     judgements_by(names).to_csv(path, index=False)
-    columns = {
-        "src_lang": "src_lang",
-        "tgt_lang": "tgt_lang",
-        "source": "src_text",
-        "translation": "mt_text",
-        "reference": "tgt_text",
-        "system": "system",
-        "score": "score",
-        "segment": "uniq_id",
-    }
-    return JudgementSource((path,), columns, True, {"path": str(path)})
+    return JudgementSource((path,), DEFAULT_COLUMNS, True, {"path": str(path)})
 
 
 def test_judged_systems_from_a_hostile_table_get_folders_inside(tmp_path: Path) -> None:
