@@ -11,7 +11,6 @@ import json
 import shutil
 import sys
 import tarfile
-import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -561,9 +560,9 @@ def test_a_hostile_submission_is_read_as_data_only(run: Workflow, tmp_path: Path
     assert failed.returncode != 0
     assert not marker.exists()
     assert (
-        f"submission '{hostile}' (model 'copy-source'): 'COMMANDS.txt', 'SHA256SUMS', "
-        "'config.yaml', 'eval_results.yaml', 'manifest.json' not read (a submission brings "
-        "data only: it is verified with this configuration)"
+        f"submission '{hostile}' (model 'copy-source'): 'COMMANDS.txt', 'EVAL_RESULTS.txt', "
+        "'SHA256SUMS', 'config.yaml', 'manifest.json' not read (a submission brings data only: "
+        "it is verified with this configuration)"
     ) in failed.stderr
     assert (
         "'dataset', 'link.jsonl' not read (not a plain file at the top of its folder)"
@@ -615,7 +614,7 @@ PEAK_MEMORY = (
 def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
     run: Workflow, tmp_path: Path
 ) -> None:
-    """A bomb is refused while Snakemake plans, in one line, within 60 s and 1 GiB; an honest
+    """A bomb is refused while Snakemake plans, in one line, within 1 GiB; an honest
     archive whose claim has a byte-order mark and CRLF line ends, with links and names that
     hold terminal escapes among its files, passes, and says what it checked: nothing is written
     outside the maintainer's folders. (Every other hostile archive, 100,000 members among them,
@@ -628,11 +627,11 @@ def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
         inbox / "bomb.tar.gz",
         [*folder_members(folder, "bomb"), member("bomb/eng_Latn-fra_Latn.jsonl", Zeros(GIB))],
     )
-    started = time.monotonic()
+    # How long it takes is the reading function's test (test_outside_inputs.py): here the
+    # run's own start, seconds or minutes on a loaded machine, would be timed too.
     refused = workflow.run(
         "verify", "--config", f"submissions=[{bomb}]", check=False, prefix=PEAK_MEMORY
     )
-    assert time.monotonic() - started < 60
     assert refused.returncode != 0
     (line,) = [line for line in refused.stderr.splitlines() if "; refused" in line]
     assert line.startswith(f"bouquet-eval: submission '{bomb}', member ")
