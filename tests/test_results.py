@@ -616,7 +616,8 @@ def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
 ) -> None:
     """A bomb is refused while Snakemake plans, in one line, within 1 GiB; an honest
     archive whose claim has a byte-order mark and CRLF line ends, with links and names that
-    hold terminal escapes among its files, passes, and says what it checked: nothing is written
+    hold terminal escapes among its files, passes, and says what it checked; a claim of a
+    metric not recomputed fails, unless allowed: nothing is written
     outside the maintainer's folders. (Every other hostile archive, 100,000 members among them,
     is tested on the reading functions in test_outside_inputs.py.)"""
     workflow = maintainer(run, tmp_path)
@@ -662,10 +663,21 @@ def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     before = files_under(tmp_path)
+    submissions = f"submissions=[{archive}, {unchecked}]"
+    failed = workflow.run(
+        "verify", "--config", submissions, env={"TMPDIR": str(scratch)}, check=False
+    )
+    assert failed.returncode != 0
+    assert (
+        "model 'with-bleu', direction arb_Arab-eng_Latn, bleu: claimed 99.0, not recomputed: "
+        "this configuration does not compute it (add its metric to metrics, or allow it with "
+        "verify.allow_unchecked_claims)"
+    ) in failed.stderr
+    # Allowed, only the verdict is redone: the verifications are current.
     passed = workflow.run(
         "verify",
         "--config",
-        f"submissions=[{archive}, {unchecked}]",
+        submissions,
         "verify={allow_unchecked_claims: true}",
         env={"TMPDIR": str(scratch)},
     )
@@ -788,11 +800,6 @@ def test_every_tampering_is_caught(run: Workflow, tmp_path: Path) -> None:
         tamper(folders[-1])
     failed = verified(workflow, *folders)
     assert failed.returncode != 0
-    assert (
-        "model 'metric-unchecked', direction arb_Arab-eng_Latn, bleu: claimed 99.0, not "
-        "recomputed: this configuration does not compute it (add its metric to metrics, or "
-        "allow it with verify.allow_unchecked_claims)"
-    ) in failed.stderr
     for name, (_, evidence) in TAMPERING.items():
         outputs = workflow.workdir / "runs" / "received" / name
         if evidence in (DIFFERS, NOT_CLAIMED, NOT_RECOMPUTED):
