@@ -11,6 +11,7 @@ from bouquet_eval.core.config import ConfigError, expand_path, job_name
 from bouquet_eval.data.outputs import AGGREGATES, metric_scores_path
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.planning.channel import Unrecorded
 from bouquet_eval.planning.checks import check_own_objects, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.extracts import EXTRACT_FILE
@@ -217,10 +218,6 @@ def compared_models():
     return config["compare"]["models"] or list(MODELS)
 
 
-def compare_baseline():
-    return config["compare"]["baseline"] or compared_models()[0]
-
-
 def scored_rows_of_compared_models():
     return [
         f"{model_dir(MODELS[name])}/scored_rows.parquet" for name in compared_models()
@@ -272,26 +269,12 @@ def verified_name(folder):
     return folder if submission is None else submission.name
 
 
-def verification_fingerprint(model):
-    """Digests of the claim and the translations as they stand: a change redoes the check."""
-    submission = CLAIMS[model]
+def claim_digests(wildcards):
+    """Digests of the claim a check reads, and of its translations, as they stand."""
+    submission = CLAIMS[wildcards.model]
     if submission is not None:
         return submission.fingerprint()
-    return claim_fingerprint(OUTPUT_DIR / model)
-
-
-def verification_inputs(wildcards):
-    """What the check of a model's claim depends on besides its input files: the digests of
-    the claim and the translations as they stand, and the settings that decide the scores.
-    """
-    return {
-        "claim": verification_fingerprint(wildcards.model),
-        "directions": [direction.name for direction in DIRECTIONS],
-        "metrics": list(PLAN.metrics),
-        "metric_settings": PLAN.score_settings,
-        "limit": PLAN.limit,
-        "dataset": DATASET.identity,
-    }
+    return claim_fingerprint(OUTPUT_DIR / wildcards.model)
 
 
 # Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.

@@ -18,6 +18,7 @@ from bouquet_eval.planning.runs import (
     refuse_beside_live_runs,
     register,
 )
+from bouquet_eval.planning.snakemake_patch import apply_to_run, unpatched_message
 
 
 onerror:
@@ -54,6 +55,11 @@ onstart:
     refuse_slurm_placeholders()
     refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
     refuse_what_the_hub_cannot_give(jobs)
+    # Snakemake's scheduler rounds and job records at the cost of what changed, not of what
+    # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
+    unpatched = apply_to_run(workflow)
+    if unpatched:
+        logger.warning(unpatched_message(unpatched))
 
 
 def refuse_what_the_hub_cannot_give(jobs):

@@ -41,8 +41,9 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 # Its metrics are those of its outputs: a list of them here would be recorded
                 # by Snakemake, and removing one would start the job again for nothing.
                 params:
+                    settings=PLAN.settings("score", family=family),
                     plan=PLAN,
-                    python=family_python(family),
+                    python=Unrecorded(family_python(family)),
                 script:
                     "../../scripts/rules/score_metrics.py"
 
@@ -69,6 +70,7 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 "../../envs/workflow.yaml"
             threads: 1
             params:
+                settings=PLAN.settings("score"),
                 plan=PLAN,
             script:
                 "../../scripts/rules/score.py"
