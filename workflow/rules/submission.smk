@@ -80,8 +80,6 @@ rule verify:
     params:
         # The models' names as the configuration or the submissions give them: data.
         models=[verified_name(folder) for folder in VERIFIED],
-        allow_unchecked_claims=PLAN.settings("verify")["verify"][
-            "allow_unchecked_claims"
-        ],
+        allow_unchecked_claims=PLAN.allow_unchecked_claims,
     script:
         "../../scripts/rules/verify.py"

@@ -189,6 +189,9 @@ class Plan:
     announcement, the estimates of a dry run); jobs read it in their slice."""
     stall_timeout: float | None
     """Seconds a translate job waits for its translator to move (changes no output)."""
+    allow_unchecked_claims: bool
+    """Whether `verify` passes a claim on values this configuration does not recompute: the
+    verdict's alone, which writes no output (the verifications list those values either way)."""
     received: Mapping[str, ReceivedSubmission]
     """Submissions received for verification (`submissions`), by folder name."""
     secret_variables: frozenset[str]
@@ -399,6 +402,7 @@ def load_plan(
         ),
         limit=config["limit"],
         stall_timeout=config["stall_timeout"],
+        allow_unchecked_claims=config["verify"]["allow_unchecked_claims"],
         received=received,
         secret_variables=secret_variables(config),
         judgements=judgements,
