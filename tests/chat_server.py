@@ -74,12 +74,15 @@ def answer(
     delay: float = 0.0,
     finish_reason: str = "stop",
     reasoning_tokens: int | None = None,
+    echo_authorization: bool = False,
     **message_fields: Any,
 ) -> Fault:
     """A completion: `prefix` + (`content` or the default answer), after `delay` seconds.
 
     `message_fields` go into the message beside `content`, e.g. `reasoning_content="…"`;
-    `reasoning_tokens`, into `usage.completion_tokens_details` (and the completion's count).
+    `reasoning_tokens`, into `usage.completion_tokens_details` (and the completion's count);
+    `echo_authorization` ends the answer with the request's credentials, as a model that
+    repeats its prompt's context might.
     """
 
     def reply(handler: _Handler, request: Request) -> None:
@@ -87,6 +90,8 @@ def answer(
             handler.drop()
             return
         text = prefix + (default_answer(request) if content is None else content)
+        if echo_authorization:
+            text += f" [{request.headers.get('authorization', '')}]"
         message = {"role": "assistant", "content": text, **message_fields}
         body = completion_body(request, message, finish_reason)
         if reasoning_tokens is not None:

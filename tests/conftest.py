@@ -182,3 +182,8 @@ def wait_until(condition: Callable[[], bool], seconds: float) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"still false after {bound:.0f} s")
         time.sleep(0.02)
+
+
+def files_under(folder: Path) -> set[Path]:
+    """Every file below `folder` (to list what a run wrote, before and after)."""
+    return {path for path in folder.rglob("*") if not path.is_dir()}

@@ -4,6 +4,7 @@ assumed layout, docs/metaeval.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .conftest import SAMPLE
+
+DEFAULT_COLUMNS = {
+    "src_lang": "src_lang",
+    "tgt_lang": "tgt_lang",
+    "source": "src_text",
+    "translation": "mt_text",
+    "reference": "tgt_text",
+    "system": "system",
+    "score": "score",
+    "segment": "uniq_id",
+}
+"""metaeval.columns by default: each field's column in Met-BOUQuET's assumed layout."""
 
 
 def save_sample(folder: Path, as_dict: bool = False) -> None:
@@ -57,3 +70,17 @@ def sample_judgements() -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def judgements_by(systems: Sequence[str]) -> pd.DataFrame:
+    """`sample_judgements`, each of `systems` a system of its own: the sample's three systems'
+    rows taken in turn, each renamed."""
+    table = sample_judgements()
+    names = sorted(table["system"].unique())
+    return pd.concat(
+        [
+            table[table["system"] == names[position % len(names)]].assign(system=system)
+            for position, system in enumerate(systems)
+        ],
+        ignore_index=True,
+    )

@@ -425,16 +425,33 @@ def expected_jobs(
         metric = setting.metric
         if metric is not None and family is not None and metric not in after.families[family]:
             continue
-        # A family's score jobs read of `metrics` the family's own.
-        own = family is not None and before.families.get(family) == after.families[family]
-        if setting.path == ("metrics",) and own:
+        # A family's score jobs read nothing of `metrics`: their outputs say which metrics
+        # they compute, and only a metric added to the family gives them outputs to make.
+        gains = family is not None and bool(
+            set(after.families[family]) - set(before.families.get(family, ()))
+        )
+        if setting.path == ("metrics",) and family is not None and not gains:
             continue
         direct.add(key)
     if "environment" in setting.shapes:
         direct |= environment_jobs(where, config, after)
     if set(setting.shapes) - {"environment"}:
         known = set(before.shapes.values())
-        direct |= {key for key, shape in after.shapes.items() if shape not in known}
+
+        def only_lost_outputs(key: str, shape: tuple[frozenset[str], frozenset[str]]) -> bool:
+            # A family's score job left with fewer metrics (one moved to another family) has
+            # nothing to make: its outputs say which metrics it computes.
+            old = before.shapes.get(key)
+            family = after.stages.get(key, (None, None, None))[2]
+            return (
+                family is not None and old is not None and shape[0] <= old[0] and shape[1] == old[1]
+            )
+
+        direct |= {
+            key
+            for key, shape in after.shapes.items()
+            if shape not in known and not only_lost_outputs(key, shape)
+        }
     reached, frontier = set(direct), list(direct)
     while frontier:
         for dependent in after.dependents[frontier.pop()]:
@@ -509,7 +526,8 @@ def test_a_changed_setting_reruns_what_it_declares(finished: Finished, name: str
     )
     assert not channel.undeclared([setting]), f"{name}: {setting.changes} names an unknown kind"
     config = changed_config(finished, [setting])
-    check_rerun(finished, setting, where_of(setting, config), config)
+    # Found in the finished run's configuration: a changed `models[].name` names another model.
+    check_rerun(finished, setting, where_of(setting, finished.config), config)
 
 
 def changed_config(finished: Finished, settings: list[Declared]) -> dict[str, Any]:
@@ -682,7 +700,7 @@ def test_the_stale_outputs_name_the_setting_that_changed(finished: Finished, cap
     config["statistics"] = {"seed": 7}
     dry_run(finished.workdir, config)
     err = capfd.readouterr().err
-    assert "5 because its settings changed: statistics.seed (12345 -> 7)" in err, err
+    assert "6 because its settings changed: statistics.seed (12345 -> 7)" in err, err
     assert json.dumps(7) in err
 
 

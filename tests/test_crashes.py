@@ -1,6 +1,7 @@
-"""Crashes lose nothing: the whole Snakemake process group is killed (SIGKILL) at several
-points of a run, the same command is run again each time, and the outputs end byte-equal to
-those of a run that was never interrupted, with no direction translated more than twice."""
+"""Crashes lose nothing: the whole Snakemake process group is killed (SIGKILL) or interrupted
+(Ctrl-C) at several points of a run, the same command is run again each time, and the outputs
+end byte-equal to those of a run that was never interrupted, with no direction translated more
+than twice."""
 
 from __future__ import annotations
 
@@ -35,10 +36,22 @@ def outputs(workdir: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for pattern in COMPARED for path in folder.glob(pattern)}
 
 
-def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 180) -> bool:
-    """Start the workflow as a user would, kill its process group once `condition` holds.
+# How long a run may take to stop after Ctrl-C, on a loaded machine: it takes 1-6 s with the
+# load average at 20 on 2 cores.
+STOPS_WITHIN = 20
 
-    Returns whether it was killed (False: the run ended first).
+
+def run_until(
+    workflow: Workflow,
+    condition: Callable[[], bool],
+    limit: float = 180,
+    stop: signal.Signals = signal.SIGKILL,
+) -> bool:
+    """Start the workflow as a user would, send `stop` to its process group once `condition`
+    holds (SIGINT: what Ctrl-C in a terminal sends); every process of the group must then end
+    within STOPS_WITHIN seconds.
+
+    Returns whether it was stopped (False: the run ended first).
     """
     process = subprocess.Popen(
         workflow.command(),
@@ -52,8 +65,12 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
     try:
         while process.poll() is None and time.monotonic() < deadline:
             if condition():
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                os.killpg(process.pid, stop)
+                process.wait(timeout=STOPS_WITHIN)
+                ended = time.monotonic() + STOPS_WITHIN
+                while group_alive(process.pid) and time.monotonic() < ended:
+                    time.sleep(0.1)
+                assert not group_alive(process.pid), f"processes left after {stop.name}"
                 return True
             time.sleep(0.05)
         assert process.poll() is not None, "the run neither ended nor reached the kill point"
@@ -64,7 +81,33 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
             process.wait()
 
 
-def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: Path) -> None:
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def after(seconds: float) -> Callable[[], bool]:
+    """A condition that holds `seconds` after it is first asked (as a run starts)."""
+    start: list[float] = []
+
+    def condition() -> bool:
+        start.append(time.monotonic())
+        return start[-1] - start[0] > seconds
+
+    return condition
+
+
+def test_killed_or_interrupted_runs_lose_nothing(
+    workflow: Workflow, dataset: Path, tmp_path: Path
+) -> None:
+    """The run is stopped at several moments, by Ctrl-C (SIGINT to the process group, as a
+    terminal sends it: every process must end within STOPS_WITHIN seconds) or killed outright
+    (SIGKILL), and the same command is run again each time: the outputs end byte-equal to
+    those of a run never interrupted. (How a job ends on Ctrl-C is tested on its own in
+    test_stream.py and test_shared_memory.py.)"""
     reference = Workflow(tmp_path / "uninterrupted")
     reference.workdir.mkdir()
     reference.write_config(crash_config(dataset, tmp_path / "reference-record.txt"))
@@ -75,22 +118,28 @@ def test_killed_runs_lose_nothing(workflow: Workflow, dataset: Path, tmp_path: P
     record = workflow.workdir / "record.txt"
     workflow.write_config(crash_config(dataset, record))
     folder = workflow.workdir / "runs" / "rec"
-    kill_points = [
+
+    def translated() -> int:
+        return len([line for line in recorded(record) if line != "LOAD"])
+
+    stops = [
+        # Ctrl-C while Snakemake starts and plans, before any job.
+        (after(2.0), signal.SIGINT),
         # In the middle of translating, twice.
-        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 2,
-        lambda: len([line for line in recorded(record) if line != "LOAD"]) >= 6,
+        (lambda: translated() >= 2, signal.SIGINT),
+        (lambda: translated() >= 6, signal.SIGKILL),
         # While scoring, and while aggregating.
-        lambda: any(folder.glob("*.scored.parquet")),
-        lambda: (workflow.workdir / "logs" / "rec" / "aggregate.log").exists(),
+        (lambda: any(folder.glob("*.scored.parquet")), signal.SIGINT),
+        (lambda: (workflow.workdir / "logs" / "rec" / "aggregate.log").exists(), signal.SIGKILL),
     ]
-    killed = [run_until(workflow, point) for point in kill_points]
-    assert killed[0], "the first kill point is reached in every run"
+    stopped = [run_until(workflow, point, stop=stop) for point, stop in stops]
+    assert stopped[:2] == [True, True], "the first two stops are reached in every run"
     final = workflow.run()
     assert final.returncode == 0
     assert outputs(workflow.workdir) == expected
-    translated = Counter(line for line in recorded(record) if line != "LOAD")
-    assert set(translated) == set(DIRECTIONS)
-    assert max(translated.values()) <= 2, translated
+    translated_times = Counter(line for line in recorded(record) if line != "LOAD")
+    assert set(translated_times) == set(DIRECTIONS)
+    assert max(translated_times.values()) <= 2, translated_times
     assert "Nothing to be done" in workflow.run("--dry-run").stdout
 
 

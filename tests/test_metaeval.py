@@ -22,6 +22,7 @@ import sacrebleu
 from scipy import stats as scipy_stats
 
 from bouquet_eval.core.config import ConfigError
+from bouquet_eval.core.names import folder_name
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_interval
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.judgements import (
@@ -56,25 +57,15 @@ from bouquet_eval.results.trust import (
 from bouquet_eval.results.weighted_agreement import resampled_statistics
 
 from . import browser
-from .conftest import SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow, files_under
 from .hub_datasets import MET_BOUQUET_FILES, bouquet_on_hub, met_bouquet_on_hub
 from .hub_server import HubServer, files_of
 from .mtme_reader import read_language_pair
-from .sample_forms import sample_judgements
+from .sample_forms import DEFAULT_COLUMNS, sample_judgements
 from .synthetic import bouquet_shaped_directions
 from .workflow_configs import SMALL_JOBS, met_bouquet_config
 
 TOLERANCE = 1e-9
-DEFAULT_COLUMNS = {
-    "src_lang": "src_lang",
-    "tgt_lang": "tgt_lang",
-    "source": "src_text",
-    "translation": "mt_text",
-    "reference": "tgt_text",
-    "system": "system",
-    "score": "score",
-    "segment": "uniq_id",
-}
 DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "deu_Latn-eng_Latn", "arb_Arab-fra_Latn"]
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
@@ -507,17 +498,35 @@ def metaeval_config(judgements: Path, **metaeval) -> dict:
 def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
     workflow: Workflow, tmp_path: Path
 ) -> None:
+    """The judged systems are named as paths (absolute, climbing out of the work folder),
+    with Snakemake's path variable and wildcard syntax, and too long for a file name: they
+    are scored under folder names of their own, and every file the run writes is among its
+    outputs, logs and Snakemake's records."""
+    hostile = {
+        "good": str(tmp_path / "project" / "requirements"),
+        "fair": "../../../outside/<b>",
+        "poor": "poor{x}" + "y" * 300,
+    }
     table = sample_judgements()
     path = tmp_path / "judged.parquet"
-    table.to_parquet(path)
+    table.assign(system=table["system"].map(hostile)).to_parquet(path)
     workflow.write_config(metaeval_config(path))
+    before = files_under(tmp_path)
     workflow.run("metaeval")
+    work = workflow.workdir
+    kept = (work / "runs", work / "logs", work / ".snakemake")
+    written = files_under(tmp_path) - before
+    assert all(any(folder in path.parents for folder in kept) for path in written), written
+    assert not (tmp_path / "project").exists() and not (tmp_path / "outside").exists()
+    folders = {system: folder_name(name) for system, name in hostile.items()}
+    assert folders["fair"] == "outside_b_" and folders["poor"].startswith("poor_x_yyyy")
     runs = workflow.workdir / "runs"
     frame = pd.read_csv(runs / "metaeval" / "correlations.csv")
     # The score jobs scored each system: one log per job, its scored files beside.
-    for system in ("good", "fair", "poor"):
+    for system in folders.values():
         logs = list((workflow.workdir / "logs" / "metaeval" / system / "score").rglob("*.log"))
         assert logs, system
+        assert list((runs / "metaeval" / "systems" / system).glob("*.scored.parquet")), system
     # chrF++ as sacreBLEU scores each translation, correlated independently.
     chrf = sacrebleu.CHRF(word_order=2)
     table["chrfpp"] = [
@@ -535,20 +544,25 @@ def test_metaeval_target_scores_judged_translations_with_the_score_jobs(
     # Resumable: a second run has nothing to do.
     again = workflow.run("metaeval")
     assert "Nothing to be done" in again.stdout + again.stderr
-    check_mtme_export(runs / "mtme" / "metbouquet", frame)
+    check_mtme_export(runs / "mtme" / "metbouquet", frame, set(folders.values()))
+    # The names are data: MTME's system names are the folder names, the table's beside them.
+    named = pd.read_csv(runs / "mtme" / "metbouquet" / "systems.csv")
+    assert dict(zip(named["name"], named["system"], strict=True)) == {
+        name: folders[system] for system, name in hostile.items()
+    }
     # The leaderboard notes each metric's pooled agreement.
     workflow.run()
     (page,) = (runs / "report").glob("leaderboard*.html")
     assert "Agreement with people: chrfpp: acc-eq " in page.read_text(encoding="utf-8")
 
 
-def check_mtme_export(test_set: Path, frame: pd.DataFrame) -> None:
+def check_mtme_export(test_set: Path, frame: pd.DataFrame, folders: set[str]) -> None:
     """MTME's layout read as MTME reads it; its correlations, computed as MTME does over the
     cells with a human score (no grouping; systems by their system-level files), are
     correlations.csv's."""
     for lp in ("eng_Latn-fra_Latn", "deu_Latn-eng_Latn"):
         pair = read_language_pair(test_set, lp)
-        assert set(pair.systems) == {"good", "fair", "poor"}
+        assert set(pair.systems) == folders
         human_seg = pair.human["seg"]["human"]
         for metric in ("chrfpp", "bleu"):
             metric_seg = pair.scores["seg"][f"{metric}-refA"]
@@ -578,6 +592,11 @@ def check_mtme_export(test_set: Path, frame: pd.DataFrame) -> None:
             "unknown direction",
             r"judged.csv, row 2, field src_lang .*not a direction of the dataset",
         ),
+        (
+            "system that names no folder",
+            r"judged.csv, row 2, field system \(column 'system'\): '\\x1b\]0;x\\x07' holds "
+            r"the control character U\+001B: a judged system's name names files",
+        ),
     ],
 )
 def test_bad_judgements_stop_the_run_before_any_job(
@@ -588,6 +607,8 @@ def test_bad_judgements_stop_the_run_before_any_job(
         table = table.drop(columns="score")
     elif fault == "non-numeric score":
         table.loc[2, "score"] = "good"
+    elif fault == "system that names no folder":
+        table.loc[1, "system"] = "\x1b]0;x\x07"
     else:
         table.loc[1, ["src_lang", "tgt_lang"]] = ["eng_Latn", "swh_Latn"]
     path = tmp_path / "judged.csv"
@@ -871,7 +892,7 @@ def test_mtme_export_of_unjudged_cells(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     scores = {"chrfpp": table["human"].to_numpy() + rng.normal(size=len(table))}
     frame = correlations(table, scores, Settings(bootstrap_resamples=5, permutation_trials=5))
-    export_judgements(tmp_path, table, scores, set())
+    export_judgements(tmp_path, table, scores, set(), {name: name for name in SYSTEMS})
     lp = DIRECTIONS[0]
     pair = read_language_pair(tmp_path, lp)
     human = pair.human["seg"]["human"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -74,3 +75,15 @@ def test_all_metrics_and_the_composite(workflow: Workflow, tiny_metrics: dict) -
         p.read_text() for p in (workflow.workdir / "logs" / "copy-source").rglob("*.log")
     )
     assert "arb_Arab" in logs  # the warning naming the language GlotLID cannot score
+
+    # Removing a metric starts no score job, of its family (MetricX's and GlotLID's) or
+    # another: the scored files are gathered again, and the aggregates follow.
+    workflow.write_config(
+        bounds_config(
+            SAMPLE, directions={"list": DIRECTIONS}, metrics=["chrf", "metricx"], **tiny_metrics
+        )
+    )
+    planned = workflow.planned_jobs(env={"HF_HUB_OFFLINE": "1"})
+    scoring = [rule for rule in planned if rule.startswith("score_")]
+    gathering = re.compile(r"score_(copy_source|reference)_shard\d+of\d+")
+    assert scoring and all(gathering.fullmatch(rule) for rule in scoring), planned

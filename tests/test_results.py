@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 import tarfile
 from pathlib import Path
 from typing import ClassVar
@@ -36,10 +37,12 @@ from bouquet_eval.results.verify import (
     OK,
     compare_scores,
     mismatch_message,
+    what_was_checked,
 )
 from bouquet_eval.translators.backends import bounds
 
-from .conftest import SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow, files_under
+from .hostile_archives import GIB, Zeros, folder_members, member, write_archive
 from .hub_datasets import bouquet_on_hub
 from .hub_server import HubServer
 from .leaderboard_models import SMALL, synthetic_model
@@ -189,10 +192,32 @@ def test_verification_statuses_and_message() -> None:
     # text that the records, not the claim, decide).
     unseen = claimed.assign(unseen_by=["metricx", ""])
     assert compare_scores(unseen, recomputed, {"chrfpp": 1e-9}).equals(verification)
-    message = mismatch_message("m", verification)
-    assert message == (
+    # Columns named as the comparison's own never stand for another.
+    odd = compare_scores(
+        claimed.assign(_merge=1.0, chrfpp_claimed=2.0), recomputed, {"chrfpp": 1e-9}
+    ).set_index(["tgt_lang", "metric"])["status"]
+    assert odd[("deu_Latn", "chrfpp")] == DIFFERS and odd[("fra_Latn", "chrfpp")] == OK
+    assert odd[("fra_Latn", "_merge")] == odd[("fra_Latn", "chrfpp_claimed")] == NOT_RECOMPUTED
+    # A claimed metric that this configuration does not recompute fails, unless allowed.
+    differs = (
         "model 'm', direction eng_Latn-deu_Latn, chrfpp: claimed 50.0, recomputed 50.5 "
         "(tolerance 1e-09)"
+    )
+    assert mismatch_message("m", verification, allow_unchecked=True) == differs
+    assert mismatch_message("m", verification) == "\n".join(
+        [
+            differs,
+            *(
+                f"model 'm', direction eng_Latn-{tgt}, metricx: claimed {value}, not "
+                "recomputed: this configuration does not compute it (add its metric to "
+                "metrics, or allow it with verify.allow_unchecked_claims)"
+                for tgt, value in (("deu_Latn", 4.0), ("fra_Latn", 3.0))
+            ),
+        ]
+    )
+    assert what_was_checked(verification) == (
+        "checked chrfpp, n_sentences in 2 directions; not checked (this configuration does "
+        "not recompute them): metricx"
     )
 
 
@@ -455,10 +480,15 @@ def test_a_hostile_submission_is_read_as_data_only(run: Workflow, tmp_path: Path
     failed = verified(workflow, hostile)
     assert failed.returncode != 0
     assert not marker.exists()
-    for name in ("config.yaml", "manifest.json", "COMMANDS.txt"):
-        assert f"submission '{hostile}' (model 'copy-source'): {name} not read" in failed.stderr
-    assert "'dataset' not read (not a plain file at the top of its folder)" in failed.stderr
-    assert "'link.jsonl' not read" in failed.stderr
+    assert (
+        f"submission '{hostile}' (model 'copy-source'): 'COMMANDS.txt', 'EVAL_RESULTS.txt', "
+        "'SHA256SUMS', 'config.yaml', 'manifest.json' not read (a submission brings data only: "
+        "it is verified with this configuration)"
+    ) in failed.stderr
+    assert (
+        "'dataset', 'link.jsonl' not read (not a plain file at the top of its folder)"
+        in failed.stderr
+    )
     verification = pd.read_csv(
         workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
     )
@@ -481,13 +511,114 @@ def test_an_archive_is_read_without_unpacking_what_it_names(run: Workflow, tmp_p
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         tar.addfile(link)
     result = verified(workflow, archive, check=True)
-    assert "'copy-source/../escaped.csv' not read" in result.stderr
-    assert "'copy-source/eng_Latn-deu_Latn.jsonl.link' not read" in result.stderr
+    assert (
+        "'copy-source/../escaped.csv', 'copy-source/eng_Latn-deu_Latn.jsonl.link' not read"
+        in result.stderr
+    )
     assert not list(tmp_path.rglob("escaped.csv"))
     verification = pd.read_csv(
         workflow.workdir / "runs" / "received" / "copy-source" / "verification.csv"
     )
     assert set(verification["status"]) == {OK} and len(verification) == 3 * 20
+
+
+# Runs a command and prints, last, the largest resident set of its process tree (in KiB).
+PEAK_MEMORY = (
+    sys.executable,
+    "-c",
+    "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+    "print('peak', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)",
+)
+
+
+def test_hostile_archives_are_refused_in_moments_and_honest_ones_pass(
+    run: Workflow, tmp_path: Path
+) -> None:
+    """A bomb is refused while Snakemake plans, in one line, within 1 GiB; an honest
+    archive whose claim has a byte-order mark and CRLF line ends, with links and names that
+    hold terminal escapes among its files, passes, and says what it checked; a claim of a
+    metric not recomputed fails, unless allowed: nothing is written
+    outside the maintainer's folders. (Every other hostile archive, 100,000 members among them,
+    is tested on the reading functions in test_outside_inputs.py.)"""
+    workflow = maintainer(run, tmp_path)
+    folder = received(run, tmp_path / "packing")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    bomb = write_archive(
+        inbox / "bomb.tar.gz",
+        [*folder_members(folder, "bomb"), member("bomb/eng_Latn-fra_Latn.jsonl", Zeros(GIB))],
+    )
+    # How long it takes is the reading function's test (test_outside_inputs.py): here the
+    # run's own start, seconds or minutes on a loaded machine, would be timed too.
+    refused = workflow.run(
+        "verify", "--config", f"submissions=[{bomb}]", check=False, prefix=PEAK_MEMORY
+    )
+    assert refused.returncode != 0
+    (line,) = [line for line in refused.stderr.splitlines() if "; refused" in line]
+    assert line.startswith(f"bouquet-eval: submission '{bomb}', member ")
+    assert (
+        "member 'bomb/eng_Latn-fra_Latn.jsonl': 1.0 GiB unpacked, over the limit of 64.0 MiB a "
+        "file (verify.limits.member_mib); refused"
+    ) in line
+    peak = int(refused.stderr.rsplit("peak ", 1)[1])
+    assert peak < 1 << 20, f"{peak} KiB"
+    assert not (workflow.workdir / "runs").exists()
+
+    claim = (folder / "scores.csv").read_text(encoding="utf-8")
+    (folder / "scores.csv").write_bytes(("\ufeff" + claim.replace("\n", "\r\n")).encode("utf-8"))
+    honest = [
+        *folder_members(folder, "copy-source"),
+        member("copy-source/\x1b]0;pwned\x07.txt", b"x"),
+        member("copy-source/x\r\nbouquet-eval: every claimed value reproduced", b"x"),
+        member("copy-source/eng_Latn-fra_Latn.jsonl.link", kind=tarfile.SYMTYPE, linkname="/"),
+    ]
+    archive = write_archive(inbox / "copy-source.tar.gz", honest)
+    # A claim of a metric the maintainer does not compute: passes where allowed, as unchecked.
+    (folder / "scores.csv").write_text(
+        claim.replace("\n", ",99.0\n").replace("chrfpp_corpus,99.0", "chrfpp_corpus,bleu"),
+        encoding="utf-8",
+    )
+    unchecked = received(run, tmp_path / "unchecked", "with-bleu")
+    shutil.copyfile(folder / "scores.csv", unchecked / "scores.csv")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = files_under(tmp_path)
+    submissions = f"submissions=[{archive}, {unchecked}]"
+    failed = workflow.run(
+        "verify", "--config", submissions, env={"TMPDIR": str(scratch)}, check=False
+    )
+    assert failed.returncode != 0
+    assert (
+        "model 'with-bleu', direction arb_Arab-eng_Latn, bleu: claimed 99.0, not recomputed: "
+        "this configuration does not compute it (add its metric to metrics, or allow it with "
+        "verify.allow_unchecked_claims)"
+    ) in failed.stderr
+    # Allowed, only the verdict is redone: the verifications are current.
+    passed = workflow.run(
+        "verify",
+        "--config",
+        submissions,
+        "verify={allow_unchecked_claims: true}",
+        env={"TMPDIR": str(scratch)},
+    )
+    work = workflow.workdir
+    kept = (work / "runs", work / "logs", work / ".snakemake")
+    written = files_under(tmp_path) - before
+    assert all(any(f in path.parents for f in kept) for path in written), sorted(written)
+    assert not list(scratch.iterdir())  # the unpacked files are gone
+    assert "\x1b" not in passed.stderr + passed.stdout and "\r" not in passed.stderr
+    assert "'\\x1b]0;pwned\\x07.txt'" in passed.stderr
+    log = (work / "logs" / "verify.log").read_text(encoding="utf-8")
+    assert (
+        "model 'copy-source': every value checked reproduced; checked chrfpp, chrfpp_corpus, "
+        "n_sentences in 20 directions"
+    ) in log
+    assert (
+        "model 'with-bleu': every value checked reproduced; checked chrfpp, chrfpp_corpus, "
+        "n_sentences in 20 directions; not checked (this configuration does not recompute "
+        "them): bleu"
+    ) in log
 
 
 def test_a_direction_outside_the_dataset_is_refused(run: Workflow, tmp_path: Path) -> None:
@@ -500,8 +631,8 @@ def test_a_direction_outside_the_dataset_is_refused(run: Workflow, tmp_path: Pat
     assert failed.returncode != 0
     direction = f"../dataset/eng_Latn-{claim.loc[3, 'tgt_lang']}"
     assert (
-        f"{hostile / 'scores.csv'}, line 5: direction {direction!r} is not a direction of the "
-        "dataset; refused"
+        f"submission '{hostile}', member 'scores.csv', line 5: direction {direction!r} is not "
+        "a direction of the dataset; refused"
     ) in failed.stderr
     assert not (workflow.workdir / "runs" / "received").exists()  # refused before any job
 
@@ -548,6 +679,8 @@ TAMPERING = {
         lambda f: _edit_claim(f, lambda c: c.drop(columns=["chrfpp_corpus"])),
         "not claimed",
     ),
+    # Not recomputed by the maintainer's configuration, so not checked: fails unless allowed.
+    "metric-unchecked": (lambda f: _edit_claim(f, lambda c: c.assign(bleu=99.0)), NOT_RECOMPUTED),
     "translation-edited": (lambda f: _edit_line(f / FRA, 0, mt_text="un autre texte"), "differs"),
     "source-edited": (
         lambda f: _edit_line(f / FRA, 0, src_text="another source"),
@@ -567,9 +700,12 @@ TAMPERING = {
     ),
     "line-not-json": (
         lambda f: _edit_lines(f / FRA, lambda lines: ["{not json", *lines[1:]]),
-        f"{FRA}, line 1, column",
+        f"member '{FRA}', line 1, column",
     ),
-    "file-missing": (lambda f: (f / FRA).unlink(), "No such file"),
+    "file-missing": (
+        lambda f: (f / FRA).unlink(),
+        f"member '{FRA}': not found, so direction eng_Latn-fra_Latn cannot be verified",
+    ),
     "other-direction": (
         lambda f: shutil.copyfile(f / "eng_Latn-deu_Latn.jsonl", f / FRA),
         "tgt_lang is 'deu_Latn', expected 'fra_Latn'",
@@ -587,13 +723,21 @@ def test_every_tampering_is_caught(run: Workflow, tmp_path: Path) -> None:
     assert failed.returncode != 0
     for name, (_, evidence) in TAMPERING.items():
         outputs = workflow.workdir / "runs" / "received" / name
-        if evidence in (DIFFERS, NOT_CLAIMED):
+        if evidence in (DIFFERS, NOT_CLAIMED, NOT_RECOMPUTED):
             verification = pd.read_csv(outputs / "verification.csv")
             assert evidence in set(verification["status"]), name
         else:
             assert not (outputs / "verification.csv").exists(), name
             log = workflow.workdir / "logs" / "received" / name / "verify.log"
-            assert evidence in log.read_text(encoding="utf-8"), name
+            (failure,) = [
+                line
+                for line in log.read_text(encoding="utf-8").splitlines()
+                if "job failed: " in line
+            ]
+            # The submission and its member are named, never where the job unpacked it.
+            assert evidence in failure, name
+            assert f"submission '{tmp_path / 'inbox' / name}' (model '{name}'), member " in failure
+            assert "received-" not in failure
 
 
 def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:

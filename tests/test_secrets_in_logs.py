@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .chat_server import ChatServer, answer
 from .conftest import Workflow, python_path
 from .workflow_configs import bounds_config
 
@@ -42,6 +43,33 @@ def test_a_translator_that_fails_with_its_key_leaks_it_nowhere(
     assert "Traceback" in logs and "Bearer <redacted>" in logs  # the chained cause too
     assert key not in printed
     assert files_holding(workflow.workdir, key) == []
+
+
+def test_an_endpoint_that_echoes_its_key_leaks_it_into_no_file(
+    workflow: Workflow, dataset: Path
+) -> None:
+    """Every answer ends with the request's credentials: the translations, the request cache,
+    the scores, the report and the submission hold the answers with the key redacted."""
+    key = "sk-ECHOED-0123456789"
+    with ChatServer(default=answer(echo_authorization=True)) as server:
+        model = {
+            "name": "echo",
+            "translator": "openai",
+            "model": "test-model",
+            "base_url": server.url,
+            "api_key_env": "ECHO_KEY",
+        }
+        directions = {"list": [DEU, "eng_Latn-fra_Latn"]}
+        workflow.write_config(bounds_config(dataset, directions=directions, models=[model]))
+        workflow.run("all", "submission", env={"ECHO_KEY": key})
+        assert all(key in str(request.headers) for request in server.chat_requests)
+    folder = workflow.workdir / "runs" / "echo"
+    lines = (folder / f"{DEU}.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines and all(
+        json.loads(line)["mt_text"].endswith(" [Bearer <redacted>]") for line in lines
+    )
+    assert files_holding(workflow.workdir, key) == []
+    assert (workflow.workdir / "runs" / "submission" / "echo.tar.gz").is_file()
 
 
 def test_a_secret_given_on_the_command_line_stops_the_run_before_it_is_logged(

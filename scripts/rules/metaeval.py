@@ -32,8 +32,9 @@ def main(snakemake: SnakemakeJob) -> None:
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
         data = trust_data(pd.read_csv(output), statistics.decide_by, statistics.significance)
         write_text(Path(snakemake.output.page), trust_page(data))
+        systems = {system: model.folder.name for system, model in plan.judged.items()}
         left_out = export_judgements(
-            Path(snakemake.output.mtme), table, scores, metrics.reference_free
+            Path(snakemake.output.mtme), table, scores, metrics.reference_free, systems
         )
         for lp, names in left_out.items():
             log.info("MTME export, %s: %s left out (missing scores)", lp, ", ".join(names))

@@ -1,6 +1,7 @@
 """Rule script: every judged system's translations and sentences, as the score jobs take them."""
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.names import shown
 from bouquet_eval.data.judgements import write_system_inputs
 
 
@@ -10,7 +11,7 @@ def main(snakemake: SnakemakeJob) -> None:
         table = plan.judgements.load(plan.dataset.directions())
         for system, model in plan.judged.items():
             written = write_system_inputs(table, system, model.folder)
-            log.info("%s: %d files written to %s", system, len(written), model.folder)
+            log.info("%s: %d files written to %s", shown(system), len(written), model.folder)
 
 
 if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
-from bouquet_eval.data.outputs import SCORED_SUFFIX, direction_of, score_settings
+from bouquet_eval.data.outputs import SCORED_SUFFIX, direction_of, metrics_written, score_settings
 from bouquet_eval.scoring.score import ScoreJob
 
 
@@ -13,10 +13,16 @@ def main(snakemake: SnakemakeJob) -> None:
         plan, settings = snakemake.params.plan, snakemake.params.settings
         folder = Path(snakemake.input.translations[0]).parent
         dataset, limit = plan.scoring(folder, settings["limit"])
+        # Its metrics are those its outputs hold: no list of them is recorded beside its
+        # settings (removing another metric of its family starts none of its jobs).
+        metrics = metrics_written(snakemake.output, plan.metrics)
+        # Their sections, from the run's slice: recorded with each output's digest, not by
+        # Snakemake (Plan.metric_scores_outputs).
+        settings = {**plan.settings("score"), **settings}
         job = ScoreJob(
             list(dict.fromkeys(direction_of(path) for path in snakemake.output)),
             folder,
-            list(snakemake.params.metrics),
+            metrics,
             dict(settings),
             dataset,
             limit,
@@ -24,7 +30,7 @@ def main(snakemake: SnakemakeJob) -> None:
             # Its outputs say whether it writes the scored files too (its metrics are all of
             # the run's: MetricSet.gathered_in_score_jobs).
             scored_settings=(
-                score_settings(settings["metrics"], settings)
+                score_settings(metrics, settings)
                 if any(path.endswith(SCORED_SUFFIX) for path in snakemake.output)
                 else None
             ),

@@ -7,6 +7,7 @@ from pathlib import Path
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.core.stats import Resampling
+from bouquet_eval.data.received import CLAIM
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -16,6 +17,7 @@ from bouquet_eval.results.verify import (
     directions_to_verify,
     read_claim,
     tolerances,
+    what_was_checked,
 )
 
 
@@ -30,26 +32,30 @@ def main(snakemake: SnakemakeJob) -> None:
         output = Path(snakemake.output[0])
         submission = snakemake.params.submission
         configured = list(plan.directions)
+        known = plan.dataset.directions()
         folder = output.parent
+        label = str(folder / CLAIM)
         if submission is not None:
-            # Only scores.csv and the translations of the dataset's directions it lists, under
-            # names made from those directions; nothing else of the submission is read.
+            # Only scores.csv and the translations of the dataset's directions, under names
+            # made from those directions; nothing else of the submission is read.
             folder = Path(unpacked)
             for notice in submission.notices():
                 log.info("%s", notice)
-            submission.unpack(folder, [*configured, *submission.directions])
-            log.info("submission '%s': its files to be read are in %s", submission.source, folder)
-        claimed = read_claim(folder / "scores.csv")
+            submission.unpack(folder, known)
+            label = submission.file_label(CLAIM)
+            log.info("%s: unpacked within verify.limits", submission.label)
+        claimed = read_claim(folder / CLAIM, label, known)
         metrics = load_metrics(settings["metrics"], settings)
         rescoring = Rescoring(
             folder,
-            directions_to_verify(configured, claimed, plan.dataset.directions()),
+            directions_to_verify(configured, claimed),
             plan.dataset,
             settings["limit"],
             list(settings["metrics"]),
             dict(settings),
             Resampling(**settings["statistics"]),
             Path(scratch) / "recomputed.parquet",
+            submission,
         )
         # In the Python of the metrics' own environment, when the configuration names one.
         python = snakemake.params.python.value
@@ -57,13 +63,14 @@ def main(snakemake: SnakemakeJob) -> None:
             rescoring.scores_in(python, Path(snakemake.log[0])) if python else rescoring.scores()
         )
         verification = compare_scores(
-            claimed, recomputed, {**tolerances(metrics), **settings["verify"]["tolerance"]}
+            claimed.frame, recomputed, {**tolerances(metrics), **settings["verify"]["tolerance"]}
         )
         write_csv(output, verification)
         log.info(
-            "%d values compared, %d differ or are not claimed: %s",
+            "%d values compared, %d differ or are not claimed; %s: %s",
             len(verification),
             int(verification["status"].isin(FAILED).sum()),
+            what_was_checked(verification),
             output,
         )
 

@@ -266,12 +266,19 @@ def submission_folder(name):
 
 
 # What `verify` checks, by folder under OUTPUT_DIR: the received submissions when any are
-# given, which are read as data only, else the configured models' own runs.
+# given, which are read as data only (each under its model's folder name), else the
+# configured models' own runs.
 RECEIVED = "received/"
 CLAIMS = {name: None for name in MODELS} | {
-    f"{RECEIVED}{name}": submission for name, submission in PLAN.received.items()
+    f"{RECEIVED}{folder}": submission for folder, submission in PLAN.received.items()
 }
-VERIFIED = [f"{RECEIVED}{name}" for name in PLAN.received] or list(MODELS)
+VERIFIED = [f"{RECEIVED}{folder}" for folder in PLAN.received] or list(MODELS)
+
+
+def verified_name(folder):
+    """The model's name of a folder of VERIFIED, as the configuration or submission gives it."""
+    submission = CLAIMS[folder]
+    return folder if submission is None else submission.name
 
 
 def claim_digests(wildcards):

@@ -38,10 +38,11 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 threads: job_settings("score", family=family)["cpus"]
                 resources:
                     **job_resources("score", score_gpus(family), family=family),
+                # Its metrics are those of its outputs: a list of them here would be recorded
+                # by Snakemake, and removing one would start the job again for nothing.
                 params:
                     settings=PLAN.settings("score", family=family),
                     plan=PLAN,
-                    metrics=names,
                     python=Unrecorded(family_python(family)),
                 script:
                     "../../scripts/rules/score_metrics.py"

@@ -78,6 +78,8 @@ rule verify:
     conda:
         "../../envs/workflow.yaml"
     params:
-        models=[folder.removeprefix(RECEIVED) for folder in VERIFIED],
+        # The models' names as the configuration or the submissions give them: data.
+        models=[verified_name(folder) for folder in VERIFIED],
+        allow_unchecked_claims=PLAN.allow_unchecked_claims,
     script:
         "../../scripts/rules/verify.py"

@@ -68,7 +68,16 @@ def job_logging(
     logger = logging.getLogger("bouquet_eval")
     try:
         yield logger
-    except (KeyboardInterrupt, SystemExit) as stop:
+    except KeyboardInterrupt:
+        # Ctrl-C: the job ends now. Python's own end, which collects every object of torch
+        # and vLLM, takes tens of seconds on a busy machine; outputs are written atomically,
+        # and the log is complete once flushed.
+        logger.error("job stopped (interrupted)")
+        for handler in handlers:
+            handler.flush()
+        children.close()
+        os._exit(INTERRUPTED_EXIT_STATUS)
+    except SystemExit as stop:
         logger.exception("job stopped")
         clean = _without_secrets(stop, secrets)
         if clean is stop:
@@ -84,6 +93,8 @@ def job_logging(
         children.close()
 
 
+INTERRUPTED_EXIT_STATUS = 130
+"""A job's exit status when Ctrl-C stopped it (128 + SIGINT, as a shell reports it)."""
 DRAIN_SECONDS = 1.0
 """How long a job's end waits for its children's last output to be copied to its log."""
 

@@ -9,7 +9,8 @@ error. Secrets travel in environment variables, which settings name. So the conf
 every setting, record and digest derived from it, can be written as it is.
 
 What the environment's secrets can still reach is scrubbed (`scrub`): job logs and tracebacks (a
-library may print a key it read from the environment) and the run's recorded command line.
+library may print a key it read from the environment), the run's recorded command line, and
+translations before they are written or cached (an endpoint may echo its key).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.io import write_jsonl, write_parquet
 from bouquet_eval.core.languages import LanguageCode
+from bouquet_eval.core.names import FolderNames, UnsafeName, refusal
 from bouquet_eval.data import hub
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.outputs import translation_path
@@ -136,10 +136,15 @@ class JudgementSource:
 
         fields = ("system", "src_lang", "tgt_lang")
         names = [str(self.columns[field]) for field in fields]
-        return pd.concat(
-            [self._read(path, names)[0][names].set_axis(fields, axis=1) for path in self.files],
-            ignore_index=True,
-        )
+        frames = []
+        for path in self.files:
+            frame, named = self._read(path, names)
+            frames.append(
+                frame[names]
+                .set_axis(fields, axis=1)
+                .assign(file=named, row=range(1, len(frame) + 1))
+            )
+        return pd.concat(frames, ignore_index=True)
 
 
 def resolve_judgements(
@@ -344,6 +349,11 @@ def check_judgements(
         for position, value in enumerate(values.get(field, ())):
             if not isinstance(value, str) or (field == "system" and not value.strip()):
                 where.fail(position, field, f"is {_shown(value)}, not text")
+    for position, value in enumerate(values["system"]):
+        if (reason := refusal(value)) is not None:
+            where.fail(
+                position, "system", f"{_shown(value)} {reason}: a judged system's name names files"
+            )
     scores = [where.number(position, value) for position, value in enumerate(values["score"])]
     directions = _checked_directions(
         where, values["src_lang"], values["tgt_lang"], known_directions
@@ -455,12 +465,18 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
-def folder_name(system: str) -> str:
-    """A system's name as a folder name (letters, digits, `.`, `_` and `-`)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", system).strip(".") or "_"
-
-
 SYSTEMS_FOLDER = "systems"
+
+
+@dataclass(frozen=True)
+class JudgedSystem:
+    """A judged system: its name (data only), the folder name it maps to (for every file,
+    log and job of its own), its folder and its directions."""
+
+    name: str
+    folder_name: str
+    folder: Path
+    directions: tuple[Direction, ...]
 
 
 def judged_systems(
@@ -469,24 +485,38 @@ def judged_systems(
     output_dir: Path,
     *,
     check: bool = True,
-) -> dict[str, tuple[Path, list[Direction]]]:
-    """Each judged system's folder (<output_dir>/metaeval/systems/<name>) and its directions,
+) -> dict[str, JudgedSystem]:
+    """Each judged system by name, its folder <output_dir>/metaeval/systems/<folder name>,
     from the checked table (read, not checked again, where `check` is False: in a job, whose
-    main process checked it); two systems whose names make one folder name are an error."""
+    main process checked it); a name that cannot name a folder, or two names that map to one
+    folder name, are a JudgementError naming the file, row and value."""
     table = judgements.load(known_directions) if check else judgements.planned_rows()
-    found: dict[str, tuple[Path, list[Direction]]] = {}
-    folders: dict[Path, str] = {}
-    for system, rows in table.groupby("system", sort=True):
-        folder = output_dir / "metaeval" / SYSTEMS_FOLDER / folder_name(str(system))
-        if folder in folders:
-            raise JudgementError(
-                f"judged systems '{folders[folder]}' and '{system}' would share the folder "
-                f"{folder}: rename one in the judgements"
-            )
-        folders[folder] = str(system)
-        pairs = rows[["src_lang", "tgt_lang"]].drop_duplicates().itertuples(index=False)
-        found[str(system)] = (folder, sorted(Direction(*pair) for pair in pairs))
-    return found
+    return {
+        name: JudgedSystem(
+            name,
+            folder,
+            output_dir / "metaeval" / SYSTEMS_FOLDER / folder,
+            tuple(sorted(directions)),
+        )
+        for name, (folder, directions) in _system_folders(table).items()
+    }
+
+
+def _system_folders(table: pd.DataFrame) -> dict[str, tuple[str, set[Direction]]]:
+    """Each system's folder name and directions, in the order of the names; the rows are
+    read in the table's order, so that a name refused is named at its first row."""
+    names = FolderNames("judged system")
+    found: dict[str, tuple[str, set[Direction]]] = {}
+    columns = table[["system", "src_lang", "tgt_lang", "file", "row"]]
+    for system, src, tgt, path, row in columns.itertuples(index=False):
+        if system not in found:
+            where = f"judgements file {path}, row {row}, field system"
+            try:
+                found[system] = (names.add(system, where), set())
+            except UnsafeName as error:
+                raise JudgementError(str(error)) from None
+        found[system][1].add(Direction(src, tgt))
+    return dict(sorted(found.items()))
 
 
 # Each judged system is a model whose translations are given: for each of its directions,

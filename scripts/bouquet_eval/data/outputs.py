@@ -7,7 +7,7 @@ them here, so both decide currency with the same settings and inputs.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,14 @@ def metric_folder_name(metric: str) -> str:
 
 def metric_scores_path(model_dir: Path, metric: str, direction: Direction) -> Path:
     return model_dir / METRIC_SCORES_DIR / metric_folder_name(metric) / f"{direction}.parquet"
+
+
+def metrics_written(paths: Iterable[str | Path], metrics: Iterable[str]) -> list[str]:
+    """Those of `metrics` (in their order) whose scores are among `paths`: what a score job
+    whose outputs these are computes. Its outputs, not a list given beside them, say so, so
+    that removing another metric of its family changes nothing Snakemake records of it."""
+    folders = {Path(path).parent.name for path in paths}
+    return [metric for metric in metrics if metric_folder_name(metric) in folders]
 
 
 def direction_of(path: str | Path) -> Direction:

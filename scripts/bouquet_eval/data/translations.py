@@ -29,14 +29,19 @@ _KEPT_EXTRA = ("mt_raw",)
 
 
 def read_translations(
-    path: Path, direction: Direction, rows: pd.DataFrame, extra_lines_allowed: bool = False
+    path: Path,
+    direction: Direction,
+    rows: pd.DataFrame,
+    extra_lines_allowed: bool = False,
+    label: str | None = None,
 ) -> pd.DataFrame:
     """The translations in `path`, checked against the dataset's `rows` of `direction`.
 
     Returns the translation columns (and `mt_raw` where given) aligned with `rows`.
     `extra_lines_allowed`: the file may hold more lines than `rows` (a run with a `limit`
     evaluates the first sentences only); the lines beyond are not read. Blank lines after the
-    last sentence are ignored.
+    last sentence are ignored, and so is a byte-order mark before the first. `label`: how
+    errors name the file (a received submission's member), `path` by default.
     """
     # The dataset's columns as lists, each line checked against its position in them: a record
     # per row (`to_dict`) would cost more than the checks themselves.
@@ -44,23 +49,40 @@ def read_translations(
     sentences = len(rows)
     lines: list[dict[str, Any]] = []
     lines_beyond = 0
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if number > sentences:
-                if extra_lines_allowed:
-                    break
-                # Blank lines after the last sentence (an editor's final newline) are no lines.
-                if text.strip():
-                    lines_beyond += 1
-                continue
-            lines.append(_check_line(path, number, text, expected, direction))
+    name = str(path) if label is None else label
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for number, text in enumerate(handle, start=1):
+                if number > sentences:
+                    if extra_lines_allowed:
+                        break
+                    # Blank lines after the last sentence (an editor's final newline) are no
+                    # lines.
+                    if text.strip():
+                        lines_beyond += 1
+                    continue
+                lines.append(_check_line(name, number, text, expected, direction))
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}, line {_undecodable_line(path)}: not UTF-8 text") from None
     counted = len(lines) + lines_beyond
     if counted != sentences:
         raise ValueError(
-            f"{path}: {counted} line(s), but the dataset has {sentences} sentence(s) for "
+            f"{name}: {counted} line(s), but the dataset has {sentences} sentence(s) for "
             f"{direction}: one line per sentence, in the dataset's order"
         )
     return _frame(rows, lines)
+
+
+def _undecodable_line(path: Path) -> int:
+    """The number of the first line of `path` that is not UTF-8 (looked for only once reading
+    it as text failed: reading it line by line as bytes costs more)."""
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 0
 
 
 def read_checked_translations(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
@@ -70,7 +92,7 @@ def read_checked_translations(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
     against the dataset, line by line); gathering a direction's scores reads what the score
     jobs checked. Checking them again would cost either more than the rest of its reading.
     ValueError where the file does not hold one line per row, as a checked file does."""
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:
         texts = handle.readlines()
     if len(texts) < len(rows) or any(text.strip() for text in texts[len(rows) :]):
         raise ValueError(f"{path}: not one line for each of the {len(rows)} sentences checked")
@@ -95,19 +117,22 @@ def _frame(rows: pd.DataFrame, lines: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _check_line(
-    path: Path, number: int, text: str, expected: dict[str, list[Any]], direction: Direction
+    name: str, number: int, text: str, expected: dict[str, list[Any]], direction: Direction
 ) -> dict[str, Any]:
-    """Line `number` (from 1), checked against row `number` of the dataset's `expected` columns."""
+    """Line `number` (from 1) of the file `name`, checked against row `number` of the dataset's
+    `expected` columns."""
     try:
         line = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(
-            f"{path}, line {number}, column {error.colno}: {json_reason(error)}"
+            f"{name}, line {number}, column {error.colno}: {json_reason(error)}"
         ) from None
+    except RecursionError:
+        raise ValueError(f"{name}, line {number}: not a translation (nested too deeply)") from None
     fault = _line_fault(number, line, expected, direction)
     if fault is not None:
         # The place is written only for a line at fault: it costs more than a line's checks.
-        raise ValueError(f"{path}, line {number}: {fault}")
+        raise ValueError(f"{name}, line {number}: {fault}")
     return line
 
 

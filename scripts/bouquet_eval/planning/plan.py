@@ -31,6 +31,7 @@ from bouquet_eval.core.config import ConfigError, expand_path
 from bouquet_eval.core.environment import workflow_commit
 from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
+from bouquet_eval.core.names import shown
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.data.hub import PARTS, HubFiles
@@ -43,7 +44,12 @@ from bouquet_eval.data.outputs import (
     translation_output,
 )
 from bouquet_eval.data.prefetch import is_local
-from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.data.received import (
+    ArchiveLimits,
+    ReceivedSubmission,
+    SubmissionError,
+    receive,
+)
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.metrics.records import RECORDS, MetricSet
 from bouquet_eval.planning.channel import declared_settings, slice_of
@@ -157,7 +163,7 @@ STAGES_OF_THE_RUN = (
     "prefetch",
 )
 """The stages whose slices are the run's (`score`: the jobs that gather every metric's columns;
-a family of metrics' score jobs have a slice of their family's)."""
+a family of metrics' score jobs record what they read beside their metrics, `plan_slices`)."""
 
 
 @dataclass(frozen=True)
@@ -183,8 +189,11 @@ class Plan:
     announcement, the estimates of a dry run); jobs read it in their slice."""
     stall_timeout: float | None
     """Seconds a translate job waits for its translator to move (changes no output)."""
+    allow_unchecked_claims: bool
+    """Whether `verify` passes a claim on values this configuration does not recompute: the
+    verdict's alone, which writes no output (the verifications list those values either way)."""
     received: Mapping[str, ReceivedSubmission]
-    """Submissions received for verification (`submissions`), by model name."""
+    """Submissions received for verification (`submissions`), by folder name."""
     secret_variables: frozenset[str]
     """The environment variables that hold secrets; their values are read where needed, so
     that no secret travels inside a plan."""
@@ -273,9 +282,10 @@ class Plan:
     def metric_scores_outputs(
         self, model: ModelPlan, family: str, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
-        """What the score job of a family of metrics writes for `directions`."""
+        """What the score job of a family of metrics writes for `directions`, each output
+        current with its own metric's settings."""
         dataset = self.dataset_of(model)
-        settings = self.settings("score", family=family)
+        settings = self.settings("score")
         return [
             metric_scores_output(model.folder, metric, direction, settings, dataset.file(direction))
             for metric in self.families[family]
@@ -337,17 +347,23 @@ def load_plan(
         for entry in config["models"]
     }
     refuse_files_as_folders(output_dir, models.values())
-    received = receive_submissions(config["submissions"], dataset, home)
+    # Read and checked by the main process only (it fetches), before any job starts; the
+    # processes of jobs read each one's name.
+    received = receive_submissions(
+        config["submissions"], dataset, home, ArchiveLimits.of(config["verify"]["limits"]), fetch
+    )
     judgements = resolve_judgements(config["metaeval"], home, fetch=fetch)
     judged = {}
     if judgements is not None:
         # Checked whole by the main process only (it fetches), before any job starts.
-        for system, (folder, system_directions) in judged_systems(
+        for system, judged_system in judged_systems(
             judgements, dataset.directions(), output_dir, check=fetch
         ).items():
-            # Named apart from the models, whose rules and logs share the namespace.
+            folder = judged_system.folder
+            # Named by its folder name, never by the name the table gives (data only), and apart
+            # from the models, whose rules and logs share the namespace.
             judged[system] = ModelPlan(
-                name=f"metaeval/{system}",
+                name=f"metaeval/{judged_system.folder_name}",
                 entry={"name": system},
                 folder=folder,
                 translation_settings={},
@@ -358,7 +374,7 @@ def load_plan(
                 environment="workflow",
                 price=None,
                 batch=False,
-                shards=assign_shards(system_directions, config["shards"], None),
+                shards=assign_shards(judged_system.directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
                 fits_run=config["shards"] == AUTO,
             )
@@ -386,6 +402,7 @@ def load_plan(
         ),
         limit=config["limit"],
         stall_timeout=config["stall_timeout"],
+        allow_unchecked_claims=config["verify"]["allow_unchecked_claims"],
         received=received,
         secret_variables=secret_variables(config),
         judgements=judgements,
@@ -405,8 +422,17 @@ def plan_slices(
     for stage in STAGES_OF_A_MODEL:
         for name in models:
             slices[(stage, name)] = slice_of(config, settings, stage, model=name)
-    for family, names in families.items():
-        slices[("score", family)] = slice_of(config, settings, "score", metrics=names)
+    # A family's score jobs record what they read beside their metrics: not the list of them
+    # (their outputs say which they compute) nor their sections (each metric's reaches its
+    # outputs' digests, `Plan.metric_scores_outputs`), so that removing a metric of the family
+    # starts none of its jobs.
+    beside_metrics = {
+        key: value
+        for key, value in slice_of(config, settings, "score", metrics=()).items()
+        if key != "metrics"
+    }
+    for family in families:
+        slices[("score", family)] = beside_metrics
     for stage in STAGES_OF_THE_RUN:
         slices[(stage, None)] = slice_of(config, settings, stage)
     for stage in REPORTED:
@@ -445,22 +471,33 @@ def refuse_unscorable(config: Mapping[str, Any], directions: Sequence[Direction]
 
 
 def receive_submissions(
-    paths: Sequence[str], dataset: DatasetSource, home: Mapping[str, str]
+    paths: Sequence[str],
+    dataset: DatasetSource,
+    home: Mapping[str, str],
+    limits: ArchiveLimits,
+    check: bool = True,
 ) -> dict[str, ReceivedSubmission]:
-    """The received submissions by model name, each read as data (bouquet_eval.data.received)."""
+    """The received submissions by folder name, each read as data within `limits`
+    (bouquet_eval.data.received); `check=False` reads their names only."""
     received: dict[str, ReceivedSubmission] = {}
-    known = dataset.directions() if paths else []
+    known = dataset.directions() if paths and check else []
     for index, path in enumerate(paths):
         key = f"submissions[{index}]"
-        submission = receive(expand_path(path, home), known, key)
-        if submission.name in received:
+        submission = receive(expand_path(path, home), known, key, limits, check=check)
+        taken = received.get(submission.folder_name.casefold())
+        if taken is not None:
+            same = taken.name == submission.name
             raise SubmissionError(
-                f"submissions '{received[submission.name].source}' and '{path}' are both of "
-                f"model '{submission.name}'",
+                f"submissions '{taken.source}' and '{path}' are both of model "
+                f"{shown(submission.name)}"
+                if same
+                else f"submissions '{taken.source}' and '{path}': models {shown(taken.name)} "
+                f"and {shown(submission.name)} map to one folder name "
+                f"('{taken.folder_name}'); rename one",
                 key,
             )
-        received[submission.name] = submission
-    return received
+        received[submission.folder_name.casefold()] = submission
+    return {submission.folder_name: submission for submission in received.values()}
 
 
 def model_settings(model: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 
 Each judged direction is a language pair; its segments are the judged source segments (sorted
 by segment id), each a document of its own; `refA` is the table's reference; each judged
-system is a system (its name with whitespace and dots replaced). Human scores go to
+system is a system named by its folder name (`data.judgements.judged_systems`: the table's
+names are data, and never name a file), the names it stands for recorded in `systems.csv`
+(columns `system`, the name in MTME's files, and `name`, the table's). Human scores go to
 `human-scores/<lp>.human.{seg,sys}.score`, oriented so that higher is better, `None` where a
 system's segment was not judged; MTME leaves those cells out of its correlations. Metric
 scores are oriented the same way (MetricX negated, as MTME stores it) and, as MTME wants a
@@ -22,14 +24,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bouquet_eval.core.io import write_atomically
 from bouquet_eval.results.mtme import REFERENCE, escape, metric_name, write_lines
 
 TEST_SET = "metbouquet"
 HUMAN = "human"
+SYSTEMS = "systems.csv"
 
 
 def _name(value: object) -> str:
-    """A name without whitespace or dots, which separate the fields of MTME's file names."""
+    """A segment's name without whitespace or dots, which separate the fields of MTME's
+    files."""
     return re.sub(r"[\s.]+", "_", str(value)) or "_"
 
 
@@ -42,10 +47,14 @@ def export_judgements(
     table: pd.DataFrame,
     scores: Mapping[str, np.ndarray],
     reference_free: set[str],
+    systems: Mapping[str, str],
 ) -> dict[str, list[str]]:
-    """Write `root` (…/mtme/metbouquet); per language pair, the metrics left out."""
+    """Write `root` (…/mtme/metbouquet), each judged system under its folder name in
+    `systems` (name -> folder name); per language pair, the metrics left out."""
     left_out: dict[str, list[str]] = {}
     frame = table.assign(**{f"metric:{c}": v for c, v in scores.items()})
+    named = pd.DataFrame({"system": list(systems.values()), "name": list(systems)})
+    write_atomically(root / SYSTEMS, lambda temporary: named.to_csv(temporary, index=False))
     for (src, tgt), part in frame.groupby(["src_lang", "tgt_lang"], sort=True):
         lp = f"{src}-{tgt}"
         segments = part.drop_duplicates("segment").sort_values("segment").set_index("segment")
@@ -57,7 +66,7 @@ def export_judgements(
             [escape(t) for t in segments["ref_text"]],
         )
         cells = {
-            _name(system): rows.set_index("segment").reindex(order)
+            systems[system]: rows.set_index("segment").reindex(order)
             for system, rows in part.groupby("system", sort=True)
         }
         for system, rows in cells.items():

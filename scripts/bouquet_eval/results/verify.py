@@ -21,10 +21,12 @@ from typing import Any
 import pandas as pd
 
 from bouquet_eval.core.io import file_sha256
+from bouquet_eval.core.names import shown
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
-from bouquet_eval.data.received import CLAIM, claimed_directions
+from bouquet_eval.data.received import CLAIM, Claim, ReceivedSubmission, SubmissionError
+from bouquet_eval.data.received import read_claim as received_claim
 from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import Metric, corpus_metrics, load_metrics, metric_columns
 from bouquet_eval.metrics.records import MetricSet
@@ -57,26 +59,19 @@ VERIFICATION_COLUMNS = [
 ]
 
 
-def directions_to_verify(
-    configured: Sequence[Direction], claim: pd.DataFrame, known: Sequence[Direction]
-) -> list[Direction]:
-    """The configured directions, then any other that the claim lists (in its order); a listed
-    direction that is not one of the dataset's `known` ones (`../x`) is refused, naming its line
-    of scores.csv."""
-    claimed = claimed_directions(
-        CLAIM, zip(claim["src_lang"], claim["tgt_lang"], strict=True), known
-    )
-    return list(dict.fromkeys([*configured, *claimed]))
+def directions_to_verify(configured: Sequence[Direction], claim: Claim) -> list[Direction]:
+    """The configured directions, then any other that the claim lists (in its order; each is
+    one of the dataset's, `received.read_claim` checked it)."""
+    return list(dict.fromkeys([*configured, *claim.directions]))
 
 
-def read_claim(path: Path) -> pd.DataFrame:
+def read_claim(path: Path, label: str, known: Sequence[Direction]) -> Claim:
+    """The claim in `path` (scores.csv), checked (`received.read_claim`); `label` names it in
+    messages (a configured model's file, or a received submission's member)."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no scores.csv to verify")
-    claim = pd.read_csv(path)
-    missing = [c for c in (*GROUP_COLUMNS, "n_sentences") if c not in claim]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-    return claim
+        raise SubmissionError(f"{label}: no {CLAIM} to verify")
+    with open(path, "rb") as content:
+        return received_claim(content, label, known)
 
 
 def rescore(
@@ -86,16 +81,25 @@ def rescore(
     limit: int | None,
     metrics: Sequence[Metric],
     resampling: Resampling,
+    submission: ReceivedSubmission | None = None,
 ) -> pd.DataFrame:
-    """Per-direction scores of the translations in `model_dir`, computed from scratch."""
+    """Per-direction scores of the translations in `model_dir`, computed from scratch; where
+    they were unpacked from a `submission`, messages name its members."""
     scored = []
     for position, direction in enumerate(directions, start=1):
+        path = translation_path(model_dir, direction)
+        label = str(path) if submission is None else submission.file_label(path.name)
+        if not path.is_file():
+            raise SubmissionError(
+                f"{label}: not found, so direction {direction} cannot be verified"
+            )
         # Checked line by line against the dataset; the reference scored is the dataset's.
         frame = read_translations(
-            translation_path(model_dir, direction),
+            path,
             direction,
             dataset.load(direction, limit),
             extra_lines_allowed=limit is not None,
+            label=label,
         )
         scored.append(score_rows(frame, metrics))
         log.info("[%d/%d] %s rescored", position, len(directions), direction)
@@ -123,6 +127,8 @@ class Rescoring:
     resampling: Resampling
     output: Path
     """Where `run` writes the scores (parquet), for the Python that handed it over."""
+    submission: ReceivedSubmission | None = None
+    """The received submission whose files `model_dir` holds, for messages."""
 
     def scores(self) -> pd.DataFrame:
         return rescore(
@@ -132,6 +138,7 @@ class Rescoring:
             self.limit,
             load_metrics(self.metrics, self.config),
             self.resampling,
+            self.submission,
         )
 
     def run(self) -> None:
@@ -157,30 +164,28 @@ def compared_columns(frame: pd.DataFrame) -> list[str]:
 def compare_scores(
     claimed: pd.DataFrame, recomputed: pd.DataFrame, tolerances: Mapping[str, float]
 ) -> pd.DataFrame:
-    """One row per direction and value: claimed, recomputed, difference and status."""
-    merged = claimed.merge(
-        recomputed,
-        on=GROUP_COLUMNS,
-        how="outer",
-        suffixes=("_claimed", "_recomputed"),
-        indicator=True,
-    )
+    """One row per direction and value: claimed, recomputed, difference and status. Rows are
+    matched by direction, the claim's columns by name, whatever they are called (no column of
+    a claim can stand for another)."""
+    claims = _by_direction(claimed)
+    recomputations = _by_direction(recomputed)
+    claimed_columns = set(compared_columns(claimed))
     recomputed_columns = set(compared_columns(recomputed))
     columns = list(dict.fromkeys(compared_columns(claimed) + compared_columns(recomputed)))
     records = []
-    for row in merged.to_dict(orient="records"):
-        direction_claimed = row["_merge"] != "right_only"
-        direction_recomputed = row["_merge"] != "left_only"
+    for direction in sorted(claims.keys() | recomputations.keys()):
+        claim_row = claims.get(direction)
+        recomputed_row = recomputations.get(direction)
         for column in columns:
-            in_claim = direction_claimed and column in claimed
-            in_recomputed = direction_recomputed and column in recomputed_columns
-            claim = _value(row, column, "_claimed", in_claim)
-            value = _value(row, column, "_recomputed", in_recomputed)
+            in_claim = claim_row is not None and column in claimed_columns
+            in_recomputed = recomputed_row is not None and column in recomputed_columns
+            claim = float(claim_row[column]) if in_claim else math.nan  # type: ignore[index]
+            value = float(recomputed_row[column]) if in_recomputed else math.nan  # type: ignore[index]
             tolerance = tolerances.get(column, DEFAULT_TOLERANCE)
             records.append(
                 {
-                    "src_lang": row["src_lang"],
-                    "tgt_lang": row["tgt_lang"],
+                    "src_lang": direction[0],
+                    "tgt_lang": direction[1],
                     "metric": column,
                     "claimed": claim,
                     "recomputed": value,
@@ -192,11 +197,10 @@ def compare_scores(
     return pd.DataFrame.from_records(records, columns=VERIFICATION_COLUMNS)
 
 
-def _value(row: Mapping[str, Any], column: str, suffix: str, present: bool) -> float:
-    if not present:
-        return math.nan
-    value = row[f"{column}{suffix}"] if f"{column}{suffix}" in row else row[column]
-    return float(value)
+def _by_direction(frame: pd.DataFrame) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (str(row["src_lang"]), str(row["tgt_lang"])): row for row in frame.to_dict(orient="records")
+    }
 
 
 def _status(claim: float, value: float, tolerance: float, claimed: bool, recomputed: bool) -> str:
@@ -211,24 +215,55 @@ def _status(claim: float, value: float, tolerance: float, claimed: bool, recompu
     return OK
 
 
-def mismatch_message(model: str, verification: pd.DataFrame, shown: int = 10) -> str | None:
-    """A message naming every value that differs or is not claimed (the first `shown`), or
-    None if every recomputed value is claimed and agrees."""
-    failing = verification[verification["status"].isin(FAILED)]
-    if failing.empty:
+def failing(verification: pd.DataFrame, allow_unchecked: bool = False) -> pd.DataFrame:
+    """The rows that fail a verification: values that differ or are not claimed, and values
+    claimed that this configuration did not recompute unless `allow_unchecked`."""
+    statuses = FAILED if allow_unchecked else (*FAILED, NOT_RECOMPUTED)
+    return verification[verification["status"].isin(statuses)]
+
+
+def mismatch_message(
+    model: str, verification: pd.DataFrame, allow_unchecked: bool = False, shown_rows: int = 10
+) -> str | None:
+    """A message naming every value that fails (the first `shown_rows`, see `failing`), or
+    None if every recomputed value is claimed and agrees and every claimed value was
+    recomputed (or `allow_unchecked`)."""
+    failed = failing(verification, allow_unchecked)
+    if failed.empty:
         return None
     lines = [
-        f"model '{model}', direction {r.src_lang}-{r.tgt_lang}, {r.metric}: "
+        f"model {shown(model)}, direction {r.src_lang}-{r.tgt_lang}, "
+        f"{shown(r.metric, quoted=False)}: "
         + (
             f"claimed {r.claimed!r}, recomputed {r.recomputed!r} (tolerance {r.tolerance:g})"
             if r.status == DIFFERS
             else f"not in scores.csv, recomputed {r.recomputed!r}"
+            if r.status == NOT_CLAIMED
+            else f"claimed {r.claimed!r}, not recomputed: this configuration does not compute it "
+            "(add its metric to metrics, or allow it with verify.allow_unchecked_claims)"
         )
-        for r in failing.head(shown).itertuples(index=False)
+        for r in failed.head(shown_rows).itertuples(index=False)
     ]
-    if len(failing) > shown:
-        lines.append(f"... and {len(failing) - shown} more")
+    if len(failed) > shown_rows:
+        lines.append(f"... and {len(failed) - shown_rows} more")
     return "\n".join(lines)
+
+
+def what_was_checked(verification: pd.DataFrame) -> str:
+    """Which claimed values were checked (recomputed and compared) and which were not, by
+    column, over how many directions."""
+    directions = len(verification[["src_lang", "tgt_lang"]].drop_duplicates())
+    recomputed = verification["status"] != NOT_RECOMPUTED
+    checked = _listed(verification.loc[recomputed, "metric"])
+    summary = f"checked {checked or 'nothing'} in {directions} directions"
+    unchecked = _listed(verification.loc[~recomputed, "metric"])
+    if unchecked:
+        summary += f"; not checked (this configuration does not recompute them): {unchecked}"
+    return summary
+
+
+def _listed(columns: pd.Series) -> str:
+    return ", ".join(shown(column, quoted=False) for column in sorted(set(columns)))
 
 
 def claim_fingerprint(model_dir: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from bouquet_eval.core.environment import hub_model, job_environment
 from bouquet_eval.core.freshness import ResumableOutput, remove_stray_temporaries
 from bouquet_eval.core.io import write_json, write_jsonl
-from bouquet_eval.core.secrets import refuse_secrets
+from bouquet_eval.core.secrets import SECRET_VARIABLES, refuse_secrets, scrub, secret_values
 from bouquet_eval.data.dataset import DatasetError, DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_output
 from bouquet_eval.planning.plan import ModelPlan, plan_model, translation_settings
@@ -75,13 +75,19 @@ def translate_planned(
     directions: Sequence[Direction],
     dataset: DatasetSource,
     stall_timeout: float | None = None,
+    secrets: Iterable[str] | None = None,
 ) -> None:
     """Translate `directions` with a model of the plan, into its folder (see translate_model).
 
     `settings`: what decides its translations, its translate jobs' slice of the configuration
     (`limit`, and its entry as `models[0]`); what changes only their speed is the plan's
-    (`ModelPlan.operational`)."""
+    (`ModelPlan.operational`). `secrets`: the secret values to scrub from its translations
+    (those of the run's secret variables, `Plan.secrets`); by default, those of
+    SECRET_VARIABLES and its `api_key_env`."""
     entry, limit = settings["models"][0], settings["limit"]
+    if secrets is None:
+        variables = [*SECRET_VARIABLES, *([model.api_key_env] if model.api_key_env else [])]
+        secrets = secret_values(variables)
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
         arguments = {**translator_arguments(entry), **model.operational}
@@ -111,6 +117,7 @@ def translate_planned(
         None if model.provided is None else partial(provided_file, model.provided),
         describe_environment,
         stall_timeout,
+        secrets,
     )
 
 
@@ -139,8 +146,12 @@ def translate_directions(
     provided: Callable[[Direction], Path] | None = None,
     describe_environment: Callable[[], dict[str, Any]] = lambda: job_environment(False),
     stall_timeout: float | None = None,
+    secrets: Iterable[str] | None = None,
 ) -> None:
     """Write `<output_dir>/<src>-<tgt>.jsonl` for every direction that is not current.
+
+    Every known secret a translation holds is replaced before it is written (an endpoint may
+    echo its key): `secrets`, by default the values of SECRET_VARIABLES.
 
     `make_translator` is called only when some direction needs translating, so a rerun that
     finds everything done loads no model. `settings` (real values) decide the translations
@@ -152,6 +163,7 @@ def translate_directions(
     work = directions_to_translate(directions, dataset, output_dir, settings, provided)
     if not work:
         return
+    known = frozenset(secret_values(SECRET_VARIABLES) if secrets is None else secrets)
     translator, prompt_fn = _start(make_translator, directions)
     environment = describe_environment()
     model = output_dir.name
@@ -159,12 +171,14 @@ def translate_directions(
     progress = JobProgress(len(work))
     watchdog = StallWatchdog(
         stall_timeout,
-        # A translator may count what it does within a direction (requests_sent).
+        # A translator may count what it does within a direction (requests sent, decoding
+        # steps of a batch).
         probe=lambda: (
             flight.pulled,
             flight.landed,
             usage_counters(translator),
             getattr(translator, "requests_sent", None),
+            getattr(translator, "decoding_steps", None),
         ),
         describe=lambda: stalled_message(model, work, flight, stall_timeout),
     )
@@ -184,6 +198,8 @@ def translate_directions(
             item, rows = work[position], held.pop(position)
             seconds = flight.land(position)
             translations = checked_translations(returned, len(rows), model, item.direction)
+            if known:
+                translations = [scrub(text, known) for text in translations]
             counters = usage_counters(translator)
             counted = {key: value - before.get(key, 0) for key, value in counters.items()}
             before = counters

@@ -265,6 +265,9 @@ class Seq2SeqTranslator(Generic[Key]):
         """The loaded model; None until `load` or the first `translate` call."""
         self._tokenizer: Any = None
         self.stats = Seq2SeqStats()
+        # Decoding steps of the batch being generated, for the stall watchdog: a batch of long
+        # outputs on a CPU is minutes of generation, each step a fraction of a second.
+        self.decoding_steps = 0
 
     @property
     def tokenizer(self) -> Any:
@@ -426,6 +429,7 @@ class Seq2SeqTranslator(Generic[Key]):
                 do_sample=False,
                 num_beams=self.num_beams,
                 max_new_tokens=self.max_new_tokens,
+                stopping_criteria=[_StepCounter(self)],
                 **self.generation_kwargs(group),
             )
         return [self.without_padding(row) for row in output.tolist()]
@@ -437,6 +441,20 @@ class Seq2SeqTranslator(Generic[Key]):
         while end > 1 and row[end - 1] == pad:
             end -= 1
         return row[:end]
+
+
+class _StepCounter:
+    """A stopping criterion that stops nothing: it counts the decoding steps of a translator
+    (`Seq2SeqTranslator.decoding_steps`), which the stall watchdog reads as progress."""
+
+    def __init__(self, translator: Seq2SeqTranslator[Any]) -> None:
+        self.translator = translator
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.translator.decoding_steps += 1
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 class NLLBTranslator(Seq2SeqTranslator[tuple[str, str]]):

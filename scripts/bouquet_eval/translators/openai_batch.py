@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from bouquet_eval.core.secrets import scrub
 from bouquet_eval.translators import BatchError
 from bouquet_eval.translators.openai_reply import Answer, Usage, read_reply
 from bouquet_eval.translators.request_cache import RequestCache, append_durably, create_own_file
@@ -308,8 +309,12 @@ class BatchRun:
         for key in self._keys_of_batch(batch_id):
             if key not in results.answers and key not in results.failures:
                 results.failures[key] = f"the batch {batch.status} ({_batch_errors(batch)})"
-        # The answers are in the cache before the batch is marked read.
-        self.cache.append([(key, answer.content) for key, answer in results.answers.items()])
+        # The answers are in the cache before the batch is marked read; an endpoint may echo
+        # the key it was sent, which is kept nowhere.
+        secrets = [self.client.api_key]
+        self.cache.append(
+            [(key, scrub(answer.content, secrets)) for key, answer in results.answers.items()]
+        )
         self.uncounted.update(results.answers)
         self.failures.update(results.failures)
         self.journal.record({"read": batch_id})

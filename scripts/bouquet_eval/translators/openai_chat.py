@@ -539,7 +539,8 @@ class _Stream:
                 error.batch = batch
                 session.failures.append(error)
                 return None
-        content = answer.content
+        # An endpoint may echo the key it was sent: it is kept, and written, nowhere.
+        content = session.scrub(answer.content)
         self.received[key] = content
         self.uncounted[key] = answer
         if session.writer is not None:
