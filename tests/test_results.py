@@ -327,6 +327,8 @@ def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     assert entry.value == summary.set_index("group_by").loc["all", "chrfpp"]
     assert entry.notes is not None and entry.notes.endswith(f"signature {signature}")
     assert entry.dataset_revision is None  # a local copy: no commit (see test_printed_commands)
+    # Nor where the copy lies on the machine that made the submission.
+    assert "(a local copy)" in entry.notes and str(run.workdir.parent) not in entry.notes
     assert len([n for n in names if n.endswith(".jsonl")]) == 20
     checked = {}
     for line in (folder / "SHA256SUMS").read_text().splitlines():

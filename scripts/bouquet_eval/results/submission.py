@@ -74,7 +74,8 @@ def eval_results_text(entry: Mapping[str, Any], summary: Path, headline: Mapping
             notes=(
                 f"{column}: mean over {int(overall['n_directions'])} directions of the "
                 f"{dataset['split']} split"
-                + (f" (local copy {identity['path']})" if identity.get("path") else "")
+                # Where a local copy lies on the submitter's machine is none of the reader's.
+                + (" (a local copy)" if identity.get("path") else "")
                 + f"; signature {entry['metrics'][metric]}"
             ),
         )
