@@ -1,8 +1,10 @@
 """Rule script: fail when any model's claimed scores differ from the recomputed ones."""
 
+from pathlib import Path
+
 import pandas as pd
 
-from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.jobs import JobFailure, SnakemakeJob, job_logging
 from bouquet_eval.results.verify import mismatch_message
 
 
@@ -12,11 +14,15 @@ def main(snakemake: SnakemakeJob) -> None:
         for model, path in zip(snakemake.params.models, snakemake.input, strict=True):
             message = mismatch_message(model, pd.read_csv(path))
             if message:
-                failures.append(f"{message}\n(all values: {path})")
+                # A line per value that does not hold, the last with where they all are.
+                *lines, last = message.splitlines()
+                failures += [*lines, f"{last}; all values: {Path(path).absolute()}"]
             else:
                 log.info("model '%s': every claimed value reproduced (%s)", model, path)
+        for failure in failures[:-1]:
+            log.error("verification failed: %s", failure)
         if failures:
-            raise SystemExit("verification failed:\n" + "\n".join(failures))
+            raise JobFailure(f"verification failed: {failures[-1]}")
 
 
 if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob

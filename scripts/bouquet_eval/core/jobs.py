@@ -68,6 +68,9 @@ def job_logging(
     logger = logging.getLogger("bouquet_eval")
     try:
         yield logger
+    except JobFailure as failure:  # what the job found and says whole: no traceback
+        logger.error("job failed: %s", failure)
+        raise SystemExit(1) from None
     except (KeyboardInterrupt, SystemExit) as stop:
         logger.exception("job stopped")
         clean = _without_secrets(stop, secrets)
@@ -82,6 +85,11 @@ def job_logging(
         for handler in handlers:
             handler.flush()
         children.close()
+
+
+class JobFailure(Exception):
+    """A failure that is the job's finding, not a fault (a claimed score that does not hold):
+    its message says it all, in one line, and is logged without a traceback."""
 
 
 DRAIN_SECONDS = 1.0
