@@ -21,10 +21,10 @@ import pytest
 
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset
 from bouquet_eval.translation.stream import Flight
+from bouquet_eval.core.pace import duration
 from bouquet_eval.translation.translate import (
     JobProgress,
     TranslationError,
-    duration,
     translate_directions,
 )
 from bouquet_eval.translation.watchdog import StallWatchdog, TranslatorStalled
@@ -381,3 +381,36 @@ def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
     assert child.stderr.splitlines()[-1].endswith(line)
     # The traceback is in the log, once.
     assert child.stderr.count("Traceback") == 1
+
+
+# A child process (as vLLM's engine core) fails first, printing why; the parent says only that
+# the cause is "above", as vLLM's LLM does.
+CHILD_FAILS = textwrap.dedent(
+    """
+    import subprocess, sys
+    from bouquet_eval.core.jobs import job_logging
+
+    CHILD = "raise ValueError('No available memory for the cache blocks. Try increasing it.')"
+    with job_logging(sys.argv[1]):
+        subprocess.run([sys.executable, "-c", CHILD])
+        raise RuntimeError("Engine core initialization failed. See root cause above.")
+    """
+)
+
+
+def test_a_cause_a_child_printed_is_in_the_last_line(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD_FAILS, str(log)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": python_path(), "PATH": ""},
+        timeout=60,
+    )
+    assert child.returncode == 1
+    line = (
+        "job failed: RuntimeError: Engine core initialization failed. See root cause above.; "
+        "root cause: ValueError: No available memory for the cache blocks. Try increasing it."
+    )
+    assert log.read_text().splitlines()[-1].endswith(line)
+    assert child.stderr.splitlines()[-1].endswith(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -79,7 +80,9 @@ def job_logging(
         raise clean from None
     except BaseException as error:  # errors, and interruptions such as a stalled translator
         logger.exception("job failed")
-        logger.error("job failed: %s", one_line(error))
+        children.close()  # what the children printed is in the log now
+        cause = root_cause(Path(log_path), error)
+        logger.error("job failed: %s%s", one_line(error), f"; root cause: {cause}" if cause else "")
         raise SystemExit(1) from _without_secrets(error, secrets)
     finally:
         for handler in handlers:
@@ -170,6 +173,30 @@ def _job_secrets() -> frozenset[str]:
     # object holding the run's configuration, which names the variables that hold secrets.
     job = getattr(sys.modules.get("__main__"), "snakemake", None)
     return known_secrets(getattr(job, "config", None) or {})
+
+
+ROOT_CAUSE_ABOVE = "root cause above"
+"""How an error says that the reason is what a child process printed (vLLM's engine core)."""
+
+_ERROR_LINE = re.compile(r"^(?:\([^)]*pid=\d+\)\s+)?(?:[\w.]+\.)?(\w*(?:Error|Exception)\b.*)$")
+"""The last line of a traceback, `ValueError: ...`, after vLLM's `(EngineCore_DP0 pid=42) `."""
+
+
+def root_cause(log_path: Path, error: BaseException) -> str | None:
+    """Where `error` says its cause is "above" (vLLM's engine core failed to start), the error
+    a child process printed into the job's log before it: the last one, in one line."""
+    if ROOT_CAUSE_ABOVE not in str(error).lower():
+        return None
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    before = text.rsplit(" job failed\n", 1)[0]
+    for line in reversed(before.splitlines()):
+        found = _ERROR_LINE.match(line.strip())
+        if found and ROOT_CAUSE_ABOVE not in found.group(1).lower():
+            return " ".join(found.group(1).split())
+    return None
 
 
 def one_line(error: BaseException) -> str:
