@@ -17,7 +17,7 @@ import yaml
 
 from bouquet_eval.command import cli
 from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder
-from bouquet_eval.command.run import snakemake_arguments
+from bouquet_eval.command.run import paths_made_absolute, snakemake_arguments
 from bouquet_eval.core.config import ConfigError
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.planning.schema import validate_config
@@ -79,6 +79,19 @@ FLAGS = [
      "google/metricx-24-hybrid-large-v2p6"),
     ((*VLLM, "--metricx-device", "cuda:1"), "metricx.device", "cuda:1"),
     ((*VLLM, "--metricx-qe"), "metricx.qe", True),
+    ((*VLLM, "--glotlid-model", "cis-lmu/glotlid/model_v2.bin"), "glotlid.model",
+     "cis-lmu/glotlid/model_v2.bin"),
+    ((*VLLM, "--comet-model", "Unbabel/wmt20-comet-da"), "comet.model",
+     "Unbabel/wmt20-comet-da"),
+    ((*VLLM, "--comet-device", "cpu"), "comet.device", "cpu"),
+    ((*VLLM, "--cometkiwi-model", "Unbabel/wmt23-cometkiwi-da-xl"), "cometkiwi.model",
+     "Unbabel/wmt23-cometkiwi-da-xl"),
+    ((*VLLM, "--cometkiwi-device", "cuda:1"), "cometkiwi.device", "cuda:1"),
+    ((*VLLM, "--xcomet-model", "Unbabel/XCOMET-XXL"), "xcomet.model", "Unbabel/XCOMET-XXL"),
+    ((*VLLM, "--xcomet-device", "cpu"), "xcomet.device", "cpu"),
+    ((*VLLM, "--environment", "comet=/envs/comet/bin/python", "--environment",
+      "metrics=/envs/m/bin/python"), "environments",
+     {"comet": "/envs/comet/bin/python", "metrics": "/envs/m/bin/python"}),
     (("--all", "--translator", "mypackage.translators:MyTranslator"), "models[0].translator",
      "mypackage.translators:MyTranslator"),
     (("--all", "--translator", "pkg.mod:T", "--translator-kwargs",
@@ -127,6 +140,48 @@ def test_the_reference_lists_no_flag_left_untested() -> None:
     tested = {flag for flags, _, _ in FLAGS for flag in flags if flag.startswith("--")}
     tested |= {flag for flags, _, _ in METAEVAL_FLAGS for flag in flags if flag.startswith("--")}
     assert set(cli.FLAG_KEYS) - {"--output-dir"} <= tested | {"--dataset-path"}
+
+
+def test_paths_given_to_the_command_mean_what_they_meant_where_it_was_typed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A COMET checkpoint folder and an environment's Python, relative to where the command
+    is typed, in its flags and in configuration given to Snakemake after `--`; hub ids stay."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    config = configured(
+        "run", *VLLM, "--metrics", "chrf,comet,xcomet", "--comet-model", "ckpt",
+        "--xcomet-model", "Unbabel/XCOMET-XL", "--environment", "comet=.venv-comet/bin/python",
+        folder=tmp_path / "runs" / "m",
+    )  # fmt: skip
+    assert config["comet"]["model"] == str(tmp_path / "ckpt")
+    assert config["xcomet"]["model"] == "Unbabel/XCOMET-XL"
+    assert config["environments"] == {"comet": str(tmp_path / ".venv-comet/bin/python")}
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"comet": {"model": "./ckpt", "device": "cpu"}}))
+    folder = tmp_path / "runs" / "m"
+    extra = paths_made_absolute(
+        ["--config", "environments={comet: .venv-comet/bin/python}", "limit=2",
+         "--configfile", "mine.yaml", "--quiet"],
+        folder,
+    )  # fmt: skip
+    python = json.dumps({"comet": str(tmp_path / ".venv-comet/bin/python")})
+    assert extra[:4] == ["--config", f"environments={python}", "limit=2", "--quiet"]
+    assert extra[4] == "--configfile" and len(extra) == 6
+    copied = Path(extra[5])
+    assert copied.parent == folder / "logs" / "bouquet-eval"
+    assert yaml.safe_load(copied.read_text())["comet"] == {
+        "model": str(tmp_path / "ckpt"),
+        "device": "cpu",
+    }
+    assert copied.read_text().startswith(f"# {mine.absolute()}, with its paths made absolute")
+    # A file without a relative path is given as it is.
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"comet": {"model": "Unbabel/wmt22-comet-da"}}))
+    assert paths_made_absolute(["--configfile", str(plain)], folder) == [
+        "--configfile",
+        str(plain),
+    ]
 
 
 def test_dataset_path_is_made_absolute(tmp_path: Path, monkeypatch) -> None:

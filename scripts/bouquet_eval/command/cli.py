@@ -19,6 +19,7 @@ from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
 from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
+from bouquet_eval.metrics.records import RECORDS
 from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
@@ -141,15 +142,45 @@ _TRANSLATION = (
           metavar="JSON"),
 )  # fmt: skip
 
+
+def _metric_flags() -> tuple[Flag, ...]:
+    """`--<metric>-model` and `--<metric>-device` of every built-in metric whose record has
+    those settings (MetricX's, GlotLID's and the COMET family's), from its record."""
+    flags = []
+    for name, record in RECORDS.items():
+        settings = record.settings or {}
+        if "model" in settings:
+            flags.append(
+                _flag(f"--{name}-model", help=f"{record.summary.split(':')[0]}: the model "
+                      "(hub id, or a path where the command is typed)",
+                      default=settings["model"]["default"], key=f"{name}.model",
+                      metavar="NAME")
+            )  # fmt: skip
+        if record.device_setting:
+            flags.append(
+                _flag(f"--{name}-device", help="auto, cpu, cuda or cuda:N",
+                      default=settings[record.device_setting]["default"],
+                      key=f"{name}.{record.device_setting}", metavar="DEVICE")
+            )  # fmt: skip
+        if record.qe_setting:
+            flags.append(
+                _flag(f"--{name}-qe", help="reference-free (quality estimation)",
+                      default=settings[record.qe_setting]["default"],
+                      key=f"{name}.{record.qe_setting}", **_SWITCH)
+            )  # fmt: skip
+    return tuple(flags)
+
+
 _SCORING = (
-    _flag("--metrics", help="comma-separated: chrf, metricx, glotlid, bleu, ter or pkg.mod:Name",
-          default=",".join(DEFAULT_METRICS), key="metrics", metavar="LIST"),
-    _flag("--metricx-model", help="MetricX-24 checkpoint (hub id or folder)",
-          default=_schema_default("metricx", "model"), key="metricx.model", metavar="NAME"),
-    _flag("--metricx-device", help="auto, cpu, cuda or cuda:N",
-          default=_schema_default("metricx", "device"), key="metricx.device", metavar="DEVICE"),
-    _flag("--metricx-qe", help="reference-free MetricX (quality estimation)",
-          default=_schema_default("metricx", "qe"), key="metricx.qe", **_SWITCH),
+    _flag("--metrics", help=f"comma-separated: {', '.join(RECORDS)} (docs/metrics.md), or "
+          "pkg.mod:Name of your own", default=",".join(DEFAULT_METRICS), key="metrics",
+          metavar="LIST"),
+    *_metric_flags(),
+    _flag("--environment", help="the Python of the software environment a family of metrics "
+          "runs in (repeatable), e.g. comet=.venv-comet/bin/python for COMET, CometKiwi and "
+          "xCOMET, whose packages cannot live beside the workflow's (docs/metrics-comet.md)",
+          default="Snakemake's own Python", key="environments.NAME", action="append",
+          metavar="NAME=PYTHON"),
 )  # fmt: skip
 
 _DATASET = (
@@ -260,7 +291,7 @@ def leaderboard(argv: Sequence[str]) -> int:
         "runs", help="the folder the models were run into (each --output-dir RUNS/<model>)"
     )
     parser.add_argument("--cores", default="all", help="cores to use (default: all)")
-    return run_leaderboard(parser.parse_args(own), snakemake_args)
+    return run_leaderboard(parser.parse_args(own), snakemake_args, argv)
 
 
 LEADERBOARD_HELP = (

@@ -50,18 +50,40 @@ def given_configfiles(argv: Sequence[str] = sys.argv, cwd: str | None = None) ->
     """The --configfile arguments of a snakemake command line, made absolute against the
     directory it was started from (the shell's, $PWD: Snakemake has moved to --directory)."""
     start = Path(cwd or os.environ.get("PWD") or os.getcwd())
-    files: list[str] = []
+    files = option_values(argv, ("--configfile", "--configfiles"))
+    return [str(start / os.path.expanduser(file)) for file in files]
+
+
+def option_values(argv: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The values a snakemake command line gives the options `names` (each takes several)."""
+    values: list[str] = []
     taking = False
     for argument in argv[1:]:
         name, equals, value = argument.partition("=")
-        if name in ("--configfile", "--configfiles"):
+        if name in names:
             taking = not equals
-            files += [value] if equals else []
+            values += [value] if equals else []
         elif argument.startswith("-"):
             taking = False
         elif taking:
-            files.append(argument)
-    return [str(start / os.path.expanduser(file)) for file in files]
+            values.append(argument)
+    return values
+
+
+def report_command(
+    snakefile: str, workdir: str | Path, report: Path, argv: Sequence[str] = sys.argv
+) -> str:
+    """The snakemake command line that writes the report of the run `argv` started, to be
+    pasted in any folder: the Snakefile, the working directory and the report absolute, the
+    run's `--config` items and configuration files (absolute) with it."""
+    arguments = ["snakemake", "-s", snakefile, "-d", str(workdir), "--report", str(report)]
+    items = option_values(argv, ("--config", "-C"))
+    if items:
+        arguments += ["--config", *items]
+    files = given_configfiles(argv)
+    if files:
+        arguments += ["--configfile", *files]
+    return shlex.join(arguments)
 
 
 def snakemake_command(target: str, configfiles: Sequence[str]) -> str:

@@ -98,6 +98,9 @@ class MetricRecord:
     """A boolean setting that makes it reference-free (MetricX's `qe`)."""
     environment: str = "workflow"
     """The software environment of its score jobs: envs/<environment>.yaml."""
+    modules: tuple[str, ...] = ()
+    """The modules its score jobs import that its environment must hold: checked there before
+    any job starts, where the run deploys no software itself."""
     device_setting: str | None = None
     """The setting naming its device: it holds a GPU unless that says `cpu`; None: no GPU."""
     cpus: int = 1
@@ -247,6 +250,7 @@ def _comet(
         # within 1.2e-2 (xCOMET; COMET-22 6.5e-3), on tiny checkpoints (docs/metrics-comet.md).
         tolerances={name: tolerance},
         environment="comet",
+        modules=("comet", "torch"),
         device_setting="device",
         # The model's own computation on the CPU; batching and tokenizing beside a GPU.
         cpus=4,
@@ -330,6 +334,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             tolerances={"metricx": 0.01},
             qe_setting="qe",
             environment="metrics",
+            modules=("torch", "transformers", "tokenizers", "sentencepiece"),
             device_setting="device",
             cpus=4,
             cpus_beside_gpu=2,
@@ -394,6 +399,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             tolerances={"glotlid_score": 1e-4},
             reference_free=True,
             environment="metrics",
+            modules=("fasttext",),
             models=_glotlid_models,
             signature_fields=("model", "rev", "remap", "fasttext"),
             coverage="its model's labels: NaN glotlid_score for a language without one",
@@ -619,6 +625,10 @@ class MetricSet:
 
     def family_environment(self, family: str) -> str:
         return self.record(self.families()[family][0]).environment
+
+    def modules(self, names: Sequence[str]) -> list[str]:
+        """The modules the score jobs of the metrics `names` import (their records')."""
+        return list(dict.fromkeys(m for name in names for m in self.record(name).modules))
 
     def joint_environment(self) -> str:
         """The environment of a job that computes all of them (verification): the first of

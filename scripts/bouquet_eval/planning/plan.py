@@ -167,6 +167,11 @@ class Plan:
     def limit(self) -> int | None:
         return self.config["limit"]
 
+    def import_folders(self) -> list[str]:
+        """`python_path`, absolute: where code of one's own is imported from."""
+        home = {HOME_VARIABLE: str(self.sources.repository)}
+        return [str(expand_path(folder, home).absolute()) for folder in self.config["python_path"]]
+
     def secrets(self) -> frozenset[str]:
         """The secret values this process knows (see `secrets.known_secrets`)."""
         return secret_values(self.secret_variables)
