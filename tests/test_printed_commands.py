@@ -90,21 +90,54 @@ def test_the_documented_command_verifies_a_received_archive(
     config = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
     config["models"] = [{"name": "my-model", "translator": "copy-source"}]
     workflow.write_config(config)
-    workflow.run("all", "submission")
+    workflow.run("all")
+    # `progress` ends with its table; `submission` saying where the submissions are.
+    table = workflow.run("progress", "--nolock")
+    assert "bouquet-eval: results in" not in table.stdout + table.stderr
+    made = workflow.run("submission").stderr.strip().splitlines()[-1]
+    assert made == (
+        f"bouquet-eval: submissions in {workflow.workdir / 'runs' / 'submission'}/ "
+        "(<model>.tar.gz)"
+    )
     maintainer = tmp_path / "maintainer"
     (maintainer / "received").mkdir(parents=True)
     shutil.copyfile(
         workflow.workdir / "runs" / "submission" / "my-model.tar.gz",
         maintainer / "received" / "my-model.tar.gz",
     )
-    # The maintainer's own configuration: the same dataset and settings, none of its models.
+    # The maintainer's own configuration: the same dataset and settings, and no model.
     leaderboard = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
+    del leaderboard["models"]
     (maintainer / "leaderboard.yaml").write_text(yaml.safe_dump(leaderboard), encoding="utf-8")
     command = documented_maintainer_command()
     assert command.startswith("snakemake -s /path/to/bouquet-eval/workflow/Snakefile verify ")
-    pasted(command.replace("/path/to/bouquet-eval", str(REPOSITORY)), maintainer)
+    command = command.replace("/path/to/bouquet-eval", str(REPOSITORY))
+    pasted(command, maintainer)
     verification = pd.read_csv(maintainer / "runs" / "received" / "my-model" / "verification.csv")
     assert set(verification["status"]) == {OK} and len(verification) == 3
+    # A tampered score is caught in one line, with no traceback.
+    tampered = maintainer / "received" / "tampered"
+    shutil.copytree(workflow.workdir / "runs" / "submission" / "my-model", tampered)
+    scores = pd.read_csv(tampered / "scores.csv")
+    recomputed = float(scores["chrfpp"].iloc[0])
+    scores["chrfpp"] += 1
+    scores.to_csv(tampered / "scores.csv", index=False)
+    failed = subprocess.run(
+        ["bash", "-c", command.replace("received/my-model.tar.gz", "received/tampered")],
+        cwd=maintainer, env=Workflow.environment(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
+    claim = float(scores["chrfpp"].iloc[0])
+    said = [line for line in failed.stderr.splitlines() if "claimed" in line]
+    assert said and all(
+        re.search(
+            rf"verification failed: model 'tampered', direction eng_Latn-fra_Latn, chrfpp: "
+            rf"claimed {claim!r}, recomputed {recomputed!r} \(tolerance 1e-09\); all values: "
+            rf"{maintainer / 'runs' / 'received' / 'tampered' / 'verification.csv'}$",
+            line,
+        )
+        for line in said
+    ), failed.stderr
 
 
 def test_bouquet_eval_home_in_a_script_of_ones_own(tmp_path: Path) -> None:

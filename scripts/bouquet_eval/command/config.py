@@ -93,17 +93,23 @@ def load_saved(folder: Path) -> dict[str, Any] | None:
 
 
 def save(
-    config: Mapping[str, Any], folder: Path, path: Path | None = None, copy_of: Path | None = None
+    config: Mapping[str, Any],
+    folder: Path,
+    path: Path | None = None,
+    copy_of: Path | None = None,
+    targets: Sequence[str] = (),
 ) -> Path:
     """Write the run's configuration beside its outputs (or as `path`), without the shard,
-    atomically: shard processes started together write the same file. `copy_of`: the file
-    given to the command that this is a copy of, its paths made absolute."""
+    atomically: shard processes started together write the same file; its first lines give
+    the `snakemake` command that runs its `targets` again, from any folder. `copy_of`: the
+    file given to the command that this is a copy of, its paths made absolute."""
     whole = copy.deepcopy(dict(config))
     whole.get("directions", {}).pop("shard", None)
     path = path or folder / SAVED_CONFIG
     command = shlex.join(
-        ["snakemake", "-s", snakefile(), "-d", str(folder), "--configfile", str(path)]
-    )
+        ["snakemake", "-s", snakefile(), "-d", str(folder), *targets, "--cores", "all",
+         "--configfile", str(path)]
+    )  # fmt: skip
     header = (
         f"# {copy_of}, with its paths made absolute where bouquet-eval was typed\n"
         if copy_of

@@ -138,8 +138,14 @@ class ConsoleHandler(LogHandlerBase):
         stream = stream or self.console
         if stream is None:
             return
-        stream.write(text + "\n")
-        stream.flush()
+        try:
+            # Written whole, below Python's stream: this thread (Snakemake's logging, or the
+            # console's clock) never shares the stream's buffer with the main thread's prints,
+            # which a concurrent write could garble or repeat.
+            os.write(stream.fileno(), f"{text}\n".encode())
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a test's stream)
+            stream.write(text + "\n")
+            stream.flush()
         if spoken:
             self.spoken = time.monotonic()
             if self.command is not None:

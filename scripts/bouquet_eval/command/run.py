@@ -238,7 +238,7 @@ def run_command(
     _say_the_command(["bouquet-eval", command, *argv], config)
     if args.dry_run:
         return _dry_run(command, args, folder, config, extra)
-    saved = save(config, folder)
+    saved = save(config, folder, targets=targets(command, sharded=False))
     arguments = snakemake_arguments(command, args, folder, saved, extra)
     return _logged_run(command, args, folder, arguments)
 
@@ -296,7 +296,7 @@ def run_leaderboard(
         print(error_line(error, []), file=sys.stderr)
         return 1
     _say_the_command(["bouquet-eval", "leaderboard", *argv], config)
-    config_file = save(config, runs, runs / RUNS_CONFIG)
+    config_file = save(config, runs, runs / RUNS_CONFIG, targets=["results"])
     common = ["--snakefile", str(SNAKEFILE), "--directory", str(runs), "--cores", args.cores]
     return _logged_run(
         "leaderboard",

@@ -249,7 +249,8 @@ def environment_problem(
         else f"environments: {{{environment}: PYTHON}}"
     )
     return ConfigError(
-        f"{named} score in the software environment '{environment}' "
+        f"{named} {'scores' if len(metrics) == 1 else 'score'} in the software environment "
+        f"'{environment}' "
         f"(envs/{environment}.yaml), and this Python ({sys.executable}) {lacks}: give that "
         f"environment's Python with {setting} (docs/metrics.md#score-jobs), or run with "
         "--sdm conda",
@@ -263,14 +264,21 @@ def missing_modules(python: str | None, modules: Sequence[str]) -> list[str]:
     import subprocess
 
     if python is None:
-        return [module for module in modules if importlib.util.find_spec(module) is None]
+        return [module for module in modules if not _installed(importlib.util.find_spec(module))]
     found = subprocess.run(
         [python, "-c", _MISSING_MODULES, *modules], capture_output=True, text=True, check=False
     )
     return found.stdout.split() if found.returncode == 0 else list(modules)
 
 
+def _installed(spec: Any) -> bool:
+    # A folder of that name on the import path (a checkpoint in ./comet) is a namespace
+    # package, with no code: not the module.
+    return spec is not None and spec.origin is not None
+
+
 _MISSING_MODULES = (
     "import importlib.util, sys; "
-    "print(*[m for m in sys.argv[1:] if importlib.util.find_spec(m) is None])"
+    "print(*[m for m in sys.argv[1:] if getattr(importlib.util.find_spec(m), 'origin', None) "
+    "is None])"
 )
