@@ -40,7 +40,7 @@ onsuccess:
     # Where the results are: the console's last line (bouquet_eval.command.console).
     line = closing_line({job.rule.name for job in workflow.dag.targetjobs})
     if line:
-        logger.info(line)
+        logger.info(line, extra={console_tracker.CLOSING: True})
 
 
 def closing_line(targets):

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from bouquet_eval.command.tracker import PLANNED, TARGETS, RunTracker, stage_of
+from bouquet_eval.command.tracker import CLOSING, PLANNED, TARGETS, RunTracker, stage_of
 from bouquet_eval.core.home import COMMAND_VARIABLE
 from bouquet_eval.core.pace import duration
 
@@ -249,7 +249,7 @@ class ConsoleHandler(LogHandlerBase):
         elif message.startswith("Complete log(s): "):
             self.write(f"Snakemake's full log: {message.split(': ', 1)[1]}")
             self.write_results()
-        elif message.startswith(f"{PREFIX} results in "):
+        elif getattr(record, CLOSING, False):
             self.results.append(message)  # the last line, after the log's
         elif (
             message.startswith(PREFIX)

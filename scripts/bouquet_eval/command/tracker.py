@@ -26,6 +26,8 @@ from bouquet_eval.core.pace import Pace, duration
 
 PLANNED = "bouquet_eval_planned_jobs"
 """The attribute of the logger record by which the workflow hands the console its jobs."""
+CLOSING = "bouquet_eval_closing"
+"""The attribute of the logger record of a run's last line (what it made, where)."""
 
 TARGETS = {"all", "translations", "scores", "aggregates", "results", "submission", "verify"}
 """Rules that only gather others' outputs: no stage of their own."""
