@@ -11,6 +11,7 @@ them short.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import shlex
@@ -87,7 +88,7 @@ class Console:
 
     def longest_silence(self) -> float:
         times = [0.0, *(at for at, _ in self.lines), self.ended]
-        return max(later - earlier for earlier, later in zip(times, times[1:], strict=False))
+        return max(later - earlier for earlier, later in itertools.pairwise(times))
 
 
 def timed(arguments: list[str], cwd: Path, env: dict[str, str] | None = None) -> Console:
@@ -256,8 +257,7 @@ def test_leaderboard_from_elsewhere_imports_the_translator_where_it_must(scene: 
     """A direction of one model to redo: its translator is imported (from where the runs say
     it is) for its translate job alone."""
     model = scene.work / "runs" / "looser"
-    direction = "eng_Latn-aak_Latn"
-    removed = redo(model, direction)
+    removed = redo(model, "eng_Latn-aak_Latn")
     before = scene.imports()
     console = bouquet_eval("leaderboard", str(scene.work / "runs"), "--cores", "2",
                            cwd=scene.elsewhere)  # fmt: skip
@@ -286,7 +286,8 @@ def test_plain_snakemake_ends_with_a_report_command_that_works_pasted(scene: Sce
     assert console.returncode == 0, console.text
     assert console.longest_silence() <= SILENCE, console.lines
     last = console.lines[-1][1]
-    found = re.fullmatch(r"bouquet-eval: results in (\S+)/ \(.*\); the report: (snakemake .+)", last)
+    found = re.fullmatch(r"bouquet-eval: results in (\S+)/ \(.*\); the report: (snakemake .+)",
+                         last)  # fmt: skip
     assert found and found.group(1) == str(runs), last
     report = runs / "report.html"
     report.unlink()

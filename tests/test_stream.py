@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from bouquet_eval.core.pace import duration
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset
 from bouquet_eval.translation.stream import Flight
-from bouquet_eval.core.pace import duration
 from bouquet_eval.translation.translate import (
     JobProgress,
     TranslationError,
@@ -363,22 +363,27 @@ JOB = textwrap.dedent(
 )
 
 
-def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
-    log = tmp_path / "job.log"
+def failed_job(script: str, log: Path, last: str) -> subprocess.CompletedProcess:
+    """Run a job's `script`, which fails: its log and its stderr end with the line `last`."""
     child = subprocess.run(
-        [sys.executable, "-c", JOB, str(log)],
+        [sys.executable, "-c", script, str(log)],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": python_path(), "PATH": ""},
         timeout=60,
     )
     assert child.returncode == 1
+    assert log.read_text().splitlines()[-1].endswith(last)
+    assert child.stderr.splitlines()[-1].endswith(last)
+    return child
+
+
+def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
     line = (
         "job failed: TranslationError: model m, direction eng_Latn-fra_Latn: the translator "
         "returned NoneType"
     )
-    assert log.read_text().splitlines()[-1].endswith(line)
-    assert child.stderr.splitlines()[-1].endswith(line)
+    child = failed_job(JOB, tmp_path / "job.log", line)
     # The traceback is in the log, once.
     assert child.stderr.count("Traceback") == 1
 
@@ -399,18 +404,8 @@ CHILD_FAILS = textwrap.dedent(
 
 
 def test_a_cause_a_child_printed_is_in_the_last_line(tmp_path: Path) -> None:
-    log = tmp_path / "job.log"
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD_FAILS, str(log)],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": python_path(), "PATH": ""},
-        timeout=60,
-    )
-    assert child.returncode == 1
     line = (
         "job failed: RuntimeError: Engine core initialization failed. See root cause above.; "
         "root cause: ValueError: No available memory for the cache blocks. Try increasing it."
     )
-    assert log.read_text().splitlines()[-1].endswith(line)
-    assert child.stderr.splitlines()[-1].endswith(line)
+    failed_job(CHILD_FAILS, tmp_path / "job.log", line)

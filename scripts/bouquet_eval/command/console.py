@@ -90,14 +90,13 @@ class ConsoleHandler(LogHandlerBase):
             # Without each job's block (thousands of paths per job at the benchmark's size),
             # unless a --quiet of one's own says otherwise.
             quiet = settings.quiet or {Quietness.RULES}
-            self.addFilter(
-                DefaultFilter(
-                    quiet,
-                    settings.debug_dag,
-                    settings.verbose,
-                    settings.dryrun,
-                    settings.printshellcmds,
-                )
+            # Applied to what goes to the log only: the console follows every job's record.
+            self.shown = DefaultFilter(
+                quiet,
+                settings.debug_dag,
+                settings.verbose,
+                settings.dryrun,
+                settings.printshellcmds,
             )
             self.setFormatter(DefaultFormatter(quiet, settings.show_failed_logs))
         self.totals: dict[str, int] = {}
@@ -127,7 +126,7 @@ class ConsoleHandler(LogHandlerBase):
             with self.guard:
                 self.follow(record)
                 if self.under_command:
-                    if self.filter(record):
+                    if self.shown.filter(record):
                         self.write(self.format(record), self.stream, spoken=False)
                 else:
                     self.handle_event(record)
@@ -203,6 +202,12 @@ class ConsoleHandler(LogHandlerBase):
             self.progressed = now
             self.write(self.wrapped(f"{PREFIX} {self.tracker.line()}"))
 
+    def wrapped(self, text: str) -> str:
+        """Long lines wrapped on plain Snakemake's console (the command's are a line each)."""
+        if self.command is not None:
+            return text
+        return textwrap.fill(text, WIDTH, subsequent_indent="    ")
+
     def completed(self, counts: tuple[int, ...]) -> set[str]:
         assert self.tracker is not None
         stages = self.tracker.stages.values()
@@ -227,10 +232,6 @@ class ConsoleHandler(LogHandlerBase):
             self.write_asked()
             self.write_results()
         super().close()
-
-    @staticmethod
-    def wrapped(text: str) -> str:
-        return textwrap.fill(text, WIDTH, subsequent_indent="    ")
 
     def handle_event(self, record: logging.LogRecord) -> None:
         event = getattr(record, "event", None)

@@ -37,7 +37,7 @@ from bouquet_eval.command.config import (
     save,
 )
 from bouquet_eval.core.config import ConfigError, load_yaml
-from bouquet_eval.core.home import COMMAND_VARIABLE
+from bouquet_eval.core.home import COMMAND_VARIABLE, classified
 from bouquet_eval.core.secrets import known_secrets, redact_command, refuse_secrets
 from bouquet_eval.planning.checks import error_line
 from bouquet_eval.planning.selection import SELECTION_FILE_VARIABLE, Selection
@@ -125,16 +125,10 @@ def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
     a YAML error (Snakemake's own message names neither)."""
     rest: list[str] = []
     files: list[Path] = []
-    taking = False  # whether the arguments are --configfile's values
-    for argument in extra:
-        option, equals, value = argument.partition("=")
-        if option in CONFIG_FILE_OPTIONS:
-            taking = not equals
-            files += [Path(value)] if equals else []
-        elif taking and not argument.startswith("-"):
-            files.append(Path(argument))
-        else:
-            taking = False
+    for argument, value in classified(extra, CONFIG_FILE_OPTIONS):
+        if value is not None:
+            files.append(Path(value))
+        elif argument not in CONFIG_FILE_OPTIONS:
             rest.append(argument)
     for path in files:
         if not path.is_file():
@@ -151,17 +145,13 @@ def paths_made_absolute(extra: Sequence[str], folder: Path) -> list[str]:
     pasted anywhere. Files are checked first (split_config_files)."""
     rest, files = split_config_files(extra)
     arguments: list[str] = []
-    taking = False  # whether the arguments are --config's items
-    for argument in rest:
-        option, equals, value = argument.partition("=")
-        if option in CONFIG_ITEM_OPTIONS:
-            taking = not equals
-            arguments.append(f"{option}={_item_made_absolute(value)}" if equals else argument)
-        elif taking and not argument.startswith("-"):
-            arguments.append(_item_made_absolute(argument))
-        else:
-            taking = False
+    for argument, value in classified(rest, CONFIG_ITEM_OPTIONS):
+        if value is None:
             arguments.append(argument)
+        elif argument == value:
+            arguments.append(_item_made_absolute(value))
+        else:  # --config=key=value
+            arguments.append(f"{argument.partition('=')[0]}={_item_made_absolute(value)}")
     resolved = [_file_made_absolute(path, folder) for path in files]
     return arguments + (["--configfile", *map(str, resolved)] if resolved else [])
 

@@ -32,7 +32,16 @@ CLOSING = "bouquet_eval_closing"
 TARGETS = {"all", "translations", "scores", "aggregates", "results", "submission", "verify"}
 """Rules that only gather others' outputs: no stage of their own."""
 
-STAGES = ("prefetch", "translate", "score", "aggregate", "heatmaps", "leaderboard", "metaeval")
+STAGES = (
+    "prefetch",
+    "translate",
+    "judged",
+    "score",
+    "aggregate",
+    "heatmaps",
+    "leaderboard",
+    "metaeval",
+)
 """The stages in the order their jobs run (others after them)."""
 
 _CODE = r"[a-z]{2,3}_[A-Z][a-z]{3}(?:_[a-z0-9]+)?"
@@ -50,6 +59,9 @@ class PlannedJob:
     benchmark: str | None
     label: str = ""
     """How the console names it: its rule, and its wildcards' values (`heatmaps m3`)."""
+    kept: frozenset[str] = frozenset()
+    """Its outputs that Snakemake keeps when the job starts (`update()`: a job redoes only
+    those not current); it removes the others."""
 
     @property
     def name(self) -> str:
@@ -58,20 +70,28 @@ class PlannedJob:
 
 def planned_jobs(jobs: Iterable[Any]) -> dict[int, PlannedJob]:
     """Snakemake's jobs of a run (`workflow.dag.needrun_jobs()`), as the console follows them."""
+    from snakemake.io import is_flagged
+
     return {
         job.jobid: PlannedJob(
             job.rule.name,
             tuple(map(str, job.output)),
             str(job.benchmark) if job.benchmark else None,
             " ".join([job.rule.name, *map(str, job.wildcards_dict.values())]),
+            frozenset(str(path) for path in job.output if is_flagged(path, "update")),
         )
         for job in jobs
     }
 
 
+STAGE_NAMES = {"metaeval_inputs": "judged"}
+"""Rules whose stage is not named by their first word: the judged systems' translations, laid
+out for the score jobs (before them), apart from the meta-evaluation's statistics (after)."""
+
+
 def stage_of(rule: str) -> str:
     """translate_<model>_shard0of2 -> translate."""
-    return rule.split("_", 1)[0]
+    return STAGE_NAMES.get(rule, rule.split("_", 1)[0])
 
 
 def unit_of(path: str, jobid: int) -> tuple[str, str]:
@@ -143,8 +163,9 @@ class RunTracker:
         self.stages = {name: self.stages[name] for name in ranked}
         self.running: dict[int, Running] = {}
         self.ended: set[int] = set()
-        # Outputs kept from earlier runs count from the start (update() outputs stay).
-        self.poll([path for job in self.jobs.values() for path in job.outputs])
+        # Outputs that Snakemake keeps (update()) count from the start where they are: a job
+        # redoes only those not current. It removes the others before their job runs.
+        self.poll([path for job in self.jobs.values() for path in job.kept])
         now = clock()
         for stage in self.stages.values():
             stage.pace = Pace(len(stage.units), stage.done())

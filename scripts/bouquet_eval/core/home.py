@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 COMMAND_VARIABLE = "BOUQUET_EVAL_COMMAND"
@@ -56,18 +56,24 @@ def given_configfiles(argv: Sequence[str] = sys.argv, cwd: str | None = None) ->
 
 def option_values(argv: Sequence[str], names: Sequence[str]) -> list[str]:
     """The values a snakemake command line gives the options `names` (each takes several)."""
-    values: list[str] = []
-    taking = False
-    for argument in argv[1:]:
+    return [value for _, value in classified(argv[1:], names) if value is not None]
+
+
+def classified(arguments: Sequence[str], names: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """Each of Snakemake's `arguments`, with the value it gives one of the options `names`
+    (each takes several: `--configfile a b`, `--configfile=a`), or None: another option or
+    argument, or one of `names` itself with its values after it."""
+    taking = False  # whether the arguments are values of one of `names`
+    for argument in arguments:
         name, equals, value = argument.partition("=")
         if name in names:
             taking = not equals
-            values += [value] if equals else []
-        elif argument.startswith("-"):
+            yield argument, value if equals else None
+        elif taking and not argument.startswith("-"):
+            yield argument, argument
+        else:
             taking = False
-        elif taking:
-            values.append(argument)
-    return values
+            yield argument, None
 
 
 def report_command(
