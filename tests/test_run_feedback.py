@@ -7,6 +7,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from snakemake_interface_logger_plugins.common import LogEvent
 
@@ -310,7 +311,7 @@ def test_a_silent_run_is_told_at_least_every_heartbeat(monkeypatch, tmp_path: Pa
     monkeypatch.delenv("BOUQUET_EVAL_COMMAND", raising=False)
     stream = io.StringIO()
     monkeypatch.setattr(console.sys, "stderr", stream)
-    settings = SimpleNamespace(stdout=False, dryrun=False, quiet=None)
+    settings: Any = SimpleNamespace(stdout=False, dryrun=False, quiet=None)
     handler = console.ConsoleHandler(common_settings=settings, settings=None)
     try:
         job = PlannedJob("translate_m_shard0of1", (str(tmp_path / "a-b.jsonl"),), None)
