@@ -362,7 +362,7 @@ def test_run_with_a_translator_of_ones_own_and_resume(tmp_path: Path, dataset: P
     assert lines[0] == ("bouquet-eval: 1 direction, 1 model selected (3 sentences per model)"), (
         first.stdout
     )
-    assert "bouquet-eval: translate 1/1 directions, score 1/1 directions" in lines
+    assert "bouquet-eval: translate 1/1 directions, score 1/1 directions, aggregate 1/1" in lines
     assert f"bouquet-eval: results in {folder}" in lines
     assert any(line.startswith("bouquet-eval: mine: chrfpp ") for line in lines), lines
     log = Path(lines[-1].removeprefix("bouquet-eval: Snakemake's full log: "))
@@ -408,7 +408,7 @@ def test_the_same_command_again_does_only_what_is_missing(tmp_path: Path, datase
     assert recorded(record) == ["LOAD", "eng_Latn-deu_Latn", "LOAD", "eng_Latn-fra_Latn"]
     again = command(tmp_path, *flags, check=True)
     assert len(recorded(record)) == 4
-    assert "translate 2/2 directions, score 2/2 directions" in again.stdout
+    assert "bouquet-eval: nothing to do: every output is current" in again.stdout.splitlines()
 
 
 def test_translate_then_score_then_aggregate(tmp_path: Path, dataset: Path) -> None:

@@ -160,6 +160,9 @@ class ConsoleHandler(LogHandlerBase):
                 self.command.first()
                 self.write(f"{PREFIX} {self.tracker.line()}")
             return
+        if self.command is not None and record.getMessage().startswith("Nothing to be done"):
+            self.command.first()
+            self.write(f"{PREFIX} nothing to do: every output is current")
         if self.tracker is None:
             return
         event = getattr(record, "event", None)
