@@ -15,6 +15,12 @@ VLLM := $(VLLM_VENV)/.installed
 # package installed without its dependencies (envs/comet-requirements.txt says why each differs).
 COMET_VENV := .venv-comet
 COMET := $(COMET_VENV)/.installed
+# sonar-space 0.5.0 (BLASER 2.0) runs on fairseq2n 0.8.1, which is built against torch 2.9.1
+# alone: a third environment of its own (envs/blaser-requirements.txt says why each pin differs).
+# fairseq2n loads libsndfile when imported; soundfile's wheel carries one, linked where
+# fairseq2n looks for it (the environment's lib/), so that no system package is needed.
+BLASER_VENV := .venv-blaser
+BLASER := $(BLASER_VENV)/.installed
 CORES ?= 2
 # The main environment's tests run in this many pytest-xdist workers: most of them wait on one
 # Snakemake run or server at a time, which leaves a core idle. Each test file runs whole on
@@ -26,10 +32,10 @@ TEST_WORKERS ?= $(CORES)
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install install-all demo test lint pytest clean slurm-profile schema
+.PHONY: install install-all demo test lint pytest clean slurm-profile docs schema
 
 install: $(CORE)
-install-all: $(FULL) $(VLLM) $(COMET)
+install-all: $(FULL) $(VLLM) $(COMET) $(BLASER)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +45,9 @@ $(VLLM_VENV)/bin/python:
 
 $(COMET_VENV)/bin/python:
 	$(PYTHON) -m venv $(COMET_VENV)
+
+$(BLASER_VENV)/bin/python:
+	$(PYTHON) -m venv $(BLASER_VENV)
 
 $(CORE): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --editable .
@@ -58,6 +67,13 @@ $(COMET): pyproject.toml envs/comet-requirements.txt | $(COMET_VENV)/bin/python
 	$(COMET_VENV)/bin/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
+$(BLASER): pyproject.toml envs/blaser-requirements.txt | $(BLASER_VENV)/bin/python
+	$(BLASER_VENV)/bin/python -m pip install --quiet --requirement envs/blaser-requirements.txt
+	$(BLASER_VENV)/bin/python -m pip install --quiet --no-deps --editable .
+	cd $(BLASER_VENV)/lib && ln -sf python3*/site-packages/_soundfile_data/libsndfile_*.so libsndfile.so.1
+	$(BLASER_VENV)/bin/python -c 'import fairseq2n'
+	touch $@
+
 demo: $(CORE)
 	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet rules
 	$(BIN)/snakemake --snakefile workflow/Snakefile --cores $(CORES) --quiet all --report runs/report.html
@@ -75,19 +91,25 @@ lint: $(FULL)
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/snakemake --snakefile workflow/Snakefile --lint --cores 1
 
-# The complete configuration schema that editors read (tests/test_publishing.py keeps it true).
-schema: $(CORE)
-	$(BIN)/python -c 'from bouquet_eval.planning.schema import main; main()'
+# What is generated from the records (the metric records, the translator registry): the tables
+# of metrics and settings in config/README.md, docs/metrics.md and docs/metrics-comet.md, and
+# the complete configuration schema that editors read. tests/test_publishing.py fails, naming
+# this command, when any is out of date.
+docs: $(CORE)
+	$(BIN)/python -c 'from bouquet_eval.planning.docs import main; main()'
 
-pytest: $(FULL) $(VLLM) $(COMET)
-	$(BIN)/python -m pytest -m "not vllm and not comet" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+schema: docs
+
+pytest: $(FULL) $(VLLM) $(COMET) $(BLASER)
+	$(BIN)/python -m pytest -m "not vllm and not comet and not blaser" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
 	$(COMET_VENV)/bin/python -m pytest -m comet $(PYTEST_ARGS)
+	$(BLASER_VENV)/bin/python -m pytest -m blaser $(PYTEST_ARGS)
 
 test: lint pytest
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(COMET_VENV) .snakemake runs logs
+	rm -rf $(VENV) $(VLLM_VENV) $(COMET_VENV) $(BLASER_VENV) .snakemake runs logs
 
 # `snakemake --profile slurm` looks for the profile in the working directory and in
 # Snakemake's configuration folders, never in profiles/: install it there, once.

@@ -41,7 +41,7 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
-from measuring import environment, markdown_table, timed, write_json  # noqa: E402
+from measuring import environment, markdown_table, plan_record, timed, write_json  # noqa: E402
 
 from bouquet_eval.metrics.comet import CHECKPOINT, CometMetric, XComet  # noqa: E402
 from tests.comet_checkpoints import build_checkpoint, build_encoder  # noqa: E402
@@ -126,15 +126,7 @@ def directions(rows: Any, size: int) -> list[Any]:
 
 def measure(name: str, device: str, segments: int, run: Callable[[], Any]) -> dict[str, Any]:
     took, scores = timed(device, run)
-    print(f"{name}: {took.seconds:.2f} s, {segments / took.seconds:.1f} segments/s", flush=True)
-    return {
-        "plan": name,
-        "segments": segments,
-        "seconds": took.seconds,
-        "segments_per_s": segments / took.seconds,
-        "peak_gib": took.peak_gib,
-        "scores": scores,
-    }
+    return plan_record(name, took, segments, scores=scores)
 
 
 def comet_score(folder: Path, rows: Any, reference: bool, work: Path, gpus: int) -> list[float]:

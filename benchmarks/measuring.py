@@ -65,6 +65,20 @@ def timed(device: str, work: Callable[[], Result]) -> tuple[Timed, Result]:
     return Timed(seconds, peak), result
 
 
+def plan_record(name: str, took: Timed, segments: int, **measured: Any) -> dict[str, Any]:
+    """A plan's line, printed, and its record: seconds, segments per second, peak memory and
+    what else the benchmark `measured`."""
+    print(f"{name}: {took.seconds:.2f} s, {segments / took.seconds:.1f} segments/s", flush=True)
+    return {
+        "plan": name,
+        "segments": segments,
+        "seconds": took.seconds,
+        "segments_per_s": segments / took.seconds,
+        "peak_gib": took.peak_gib,
+        **measured,
+    }
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     import torch
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,36 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from .tiny_llama import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def one_thread() -> Iterator[None]:
+    """Tiny models run fastest on one thread: two spin against each other, and against the
+    other processes of a busy machine (a test took 20 times longer)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def built_in(python: Path, builder: str, folder: Path) -> dict[str, str]:
+    """What `build_all(folder)` of the module `builder` (tiny checkpoints) built, by name, run
+    by another environment's Python (`python`), which has what it needs."""
+    build = (
+        f"import json, sys; from pathlib import Path; from {builder} import build_all; "
+        "print(json.dumps({k: str(v) for k, v in build_all(Path(sys.argv[1])).items()}))"
+    )
+    built = subprocess.run(
+        [str(python), "-c", build, str(folder)],
+        cwd=REPOSITORY,
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(built.stdout.strip().splitlines()[-1])
 
 
 def python_path(*folders: Path) -> str:

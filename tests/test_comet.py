@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +43,6 @@ BFLOAT16_TOLERANCE = 2.5e-2
 """Our bfloat16 scores against our float32 ones, where xCOMET's spans agree."""
 SPAN_CHANGES = {"float16": 0.05, "bfloat16": 0.25}
 """The share of sentences whose xCOMET error spans may differ from float32's."""
-
-
-@pytest.fixture(scope="session")
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread: two spin against each other, and against the
-    other processes of a busy machine (a test took 20 times longer)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ import pytest
 
 from bouquet_eval.metrics.records import RECORDS
 
-from .conftest import REPOSITORY, SAMPLE, Workflow
+from .conftest import REPOSITORY, SAMPLE, Workflow, built_in
 from .slurm.cluster import install
 from .test_command import command
 from .test_metric_records import planned_rules
@@ -44,20 +43,7 @@ if not COMET_PYTHON.exists():
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("comet")
-    build = (
-        "import json, sys; from pathlib import Path; from tests.comet_checkpoints import "
-        "build_all; print(json.dumps({k: str(v) for k, v in build_all(Path(sys.argv[1])).items()}))"
-    )
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    built = subprocess.run(
-        [str(COMET_PYTHON), "-c", build, str(folder)],
-        cwd=REPOSITORY,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(built.stdout.strip().splitlines()[-1])
+    return built_in(COMET_PYTHON, "tests.comet_checkpoints", folder)
 
 
 def test_comet_family_added_to_a_finished_run(

@@ -152,35 +152,42 @@ def test_conda_environment_pins_match_the_package(environment: str, extras: list
     assert sorted(pip) == sorted(expected)  # no path: conda builds envs from a copy elsewhere
 
 
-# Where the COMET environment departs from pyproject.toml's pins, because unbabel-comet 2.2.7
-# requires it (envs/comet-requirements.txt says how).
-COMET_DEPARTURES = {
-    "numpy", "pandas", "pyarrow", "huggingface_hub", "transformers", "tokenizers",
-    "sentencepiece", "protobuf",
+# Where an environment of a metric family of its own departs from pyproject.toml's pins, because
+# its package requires it (envs/<environment>-requirements.txt says how): unbabel-comet 2.2.7's,
+# sonar-space 0.5.0's (its fairseq2n 0.8.1 is built against torch 2.9.1).
+DEPARTURES = {
+    "comet": {
+        "numpy", "pandas", "pyarrow", "huggingface_hub", "transformers", "tokenizers",
+        "sentencepiece", "protobuf",
+    },
+    "blaser": {"numpy", "torch", "transformers", "huggingface_hub"},
 }  # fmt: skip
+TESTS_ONLY = {"comet": {"pytest"}, "blaser": {"pytest", "sentencepiece"}}
+"""What the environment's own tests use, which envs/<environment>.yaml leaves out."""
 
 
-def test_conda_comet_environment_pins_those_the_comet_tests_run_against() -> None:
+@pytest.mark.parametrize("environment", sorted(DEPARTURES))
+def test_conda_environment_of_a_family_pins_those_its_tests_run_against(environment: str) -> None:
     import tomllib
 
     project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
-    text = (REPOSITORY / "envs" / "comet-requirements.txt").read_text()
+    text = (REPOSITORY / "envs" / f"{environment}-requirements.txt").read_text()
     requirements = [line for line in text.splitlines() if line and not line.startswith("#")]
-    (runner,) = [pin for pin in requirements if pin.startswith("pytest==")]
-    assert runner in project["optional-dependencies"]["dev"]
-    specification = load_yaml(REPOSITORY / "envs" / "comet.yaml")
-    pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
-    assert sorted(pip) == sorted(pin for pin in requirements if pin != runner)
-    # Every other pin the package shares with pyproject.toml is pyproject's.
     ours = {pin.split("==")[0].split(">=")[0]: pin for pin in requirements}
+    assert ours["pytest"] in project["optional-dependencies"]["dev"]
+    specification = load_yaml(REPOSITORY / "envs" / f"{environment}.yaml")
+    pip = next(item["pip"] for item in specification["dependencies"] if isinstance(item, dict))
+    tests_only = {ours[name] for name in TESTS_ONLY[environment]}
+    assert sorted(pip) == sorted(pin for pin in requirements if pin not in tests_only)
+    # Every other pin the package shares with pyproject.toml is pyproject's.
     package = [*project["dependencies"], *project["optional-dependencies"]["hf"]]
     for pin in package:
         name = pin.split("==")[0].split(">=")[0]
-        if name in ours and name not in COMET_DEPARTURES:
+        if name in ours and name not in DEPARTURES[environment] | TESTS_ONLY[environment]:
             assert ours[name] == pin
-    assert set(ours) >= COMET_DEPARTURES
+    assert set(ours) >= DEPARTURES[environment]
     # The workflow's every dependency is there, in some version: the verify job imports much
-    # of the package in this environment when a COMET metric is configured.
+    # of the package in this environment when one of the family's metrics is configured.
     names = {pin.split("==")[0].split(">=")[0].lower() for pin in project["dependencies"]}
     assert names <= {name.lower() for name in ours}, names - {name.lower() for name in ours}
 

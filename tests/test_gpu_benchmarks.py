@@ -112,3 +112,25 @@ def test_comet_gpu_benchmark_runs_tiny(
     ]
     assert [plan["segments"] for plan in plans] == [48] * 6
     assert "| plan | seconds | segments/s |" in capsys.readouterr().out
+
+
+@pytest.mark.blaser
+def test_blaser_gpu_benchmark_runs_tiny(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "blaser.json"
+    arguments = ["--tiny", "--languages", "2", "--sentences", "12", "--batch-sizes", "4,8"]
+    run_benchmark(monkeypatch, "blaser_gpu.py", *arguments, "--output", str(output))
+
+    plans = json.loads(output.read_text())["plans"]
+    assert [plan["plan"] for plan in plans] == [
+        "README pipeline, batch 4",
+        "ours, batch 4",
+        "ours, batch 8",
+    ]
+    assert [plan["segments"] for plan in plans] == [48] * 3
+    # The README embeds three sentences a segment; ours each distinct source and reference
+    # once (English, each partner), and each translation.
+    assert [plan["embedded"] for plan in plans] == [144, 84, 84]
+    assert all(plan["max_difference"] < 1e-5 for plan in plans[1:])
+    assert "| plan | seconds | segments/s |" in capsys.readouterr().out

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from bouquet_eval.results.agreement import (
     Agreement,
     Items,
     acc_eq,
+    acc_eq_pooled,
     agreement,
     kendall_tau_b,
     pearson,
@@ -131,37 +133,51 @@ def test_correlations_equal_scipy(size: int) -> None:
         assert abs(kendall_tau_b(x, y) - expected) < TOLERANCE
 
 
-def reference_acc_eq(human, metric, items) -> tuple[float, float]:
-    """Pairs within items, every candidate epsilon tried in turn."""
+def reference_acc_eq(
+    human, metric, items, pooled: bool = False, epsilon_at: float | None = None
+) -> tuple[float, float]:
+    """Pairs within items, every candidate epsilon tried in turn (or only `epsilon_at`): the
+    accuracy averaged over items (exactly, in fractions), or over all pairs pooled; the
+    smallest best epsilon."""
     pairs = [
         (i, j) for i in range(len(items)) for j in range(i + 1, len(items)) if items[i] == items[j]
     ]
     candidates = sorted({0.0} | {abs(metric[i] - metric[j]) for i, j in pairs})
-    best = (-1.0, 0.0)
+    if epsilon_at is not None:
+        candidates = [epsilon_at]
+    best = (Fraction(-1), 0.0)
     for epsilon in candidates:
-        right = 0
+        right: dict[object, list[int]] = {}
         for i, j in pairs:
             human_delta, metric_delta = human[i] - human[j], metric[i] - metric[j]
             if abs(metric_delta) <= epsilon:
-                right += human_delta == 0
+                correct = human_delta == 0
             else:
-                right += human_delta != 0 and (human_delta > 0) == (metric_delta > 0)
-        accuracy = right / len(pairs)
+                correct = human_delta != 0 and (human_delta > 0) == (metric_delta > 0)
+            right.setdefault("all" if pooled else items[i], []).append(int(correct))
+        shares = [Fraction(sum(values), len(values)) for values in right.values()]
+        accuracy = sum(shares, Fraction(0)) / len(shares)
         if accuracy > best[0]:
             best = (accuracy, epsilon)
-    return best
+    return float(best[0]), best[1]
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_acc_eq_equals_the_reference(seed: int) -> None:
+    """Averaged over items (MTME's) and pooled: the accuracy, and an epsilon that gives it (the
+    smallest for the pooled variant; MTME's own choice among equal averages is
+    tests/test_mtme_statistics.py's)."""
     rng = np.random.default_rng(seed)
     items = rng.integers(0, 8, 40)
     human = rng.integers(0, 3, 40).astype(float)
     metric = (human + rng.normal(scale=1.5, size=40)).round(seed % 3)
     accuracy, epsilon = acc_eq(human, metric, items)
-    expected_accuracy, expected_epsilon = reference_acc_eq(human, metric, items)
+    expected_accuracy, _ = reference_acc_eq(human, metric, items)
     assert abs(accuracy - expected_accuracy) < TOLERANCE
-    assert abs(epsilon - expected_epsilon) < TOLERANCE
+    at_epsilon = reference_acc_eq(human, metric, items, epsilon_at=epsilon)
+    assert abs(at_epsilon[0] - expected_accuracy) < TOLERANCE
+    pooled, pooled_epsilon = acc_eq_pooled(human, metric, items)
+    assert (pooled, pooled_epsilon) == pytest.approx(reference_acc_eq(human, metric, items, True))
 
 
 @pytest.mark.parametrize("chunk_cells", [weighted_agreement.CHUNK_CELLS, 100])
@@ -205,8 +221,6 @@ def scipy_row(part: pd.DataFrame, metric: str) -> dict[str, float]:
     agreeing = pairs = 0
     for _, direction in part.groupby(["src_lang", "tgt_lang"]):
         means = direction.groupby("system")[["human", metric]].mean()
-        if len(means) < 3:
-            continue
         for a, b in itertools.combinations(means.index, 2):
             pairs += 1
             agreeing += np.sign(means.loc[a, "human"] - means.loc[b, "human"]) == np.sign(

@@ -30,6 +30,7 @@ from bouquet_eval.metrics.metricx_tokenizer import (
 )
 
 from .hf_cache import cache_entry
+from .pip_site import installed_site
 from .tiny_mt5 import (
     pseudo_sentence,
     train_tokenizer,
@@ -224,22 +225,9 @@ def frame(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def official_site(request: pytest.FixtureRequest) -> Path:
     """The official versions, installed once into pytest's cache folder."""
-    cache = getattr(request.config, "cache", None)
-    name = "metricx-official-tokenizer"
-    # Without the cache plugin (-p no:cacheprovider), a fresh install for this session.
-    folder = (
-        cache.mkdir(name) if cache else request.getfixturevalue("tmp_path_factory").mktemp(name)
+    return installed_site(
+        request, "metricx-official-tokenizer", OFFICIAL_VERSIONS, "--only-binary=:all:"
     )
-    site = folder / "site"
-    complete = folder / ("complete-" + "-".join(OFFICIAL_VERSIONS))
-    if not complete.exists():
-        shutil.rmtree(site, ignore_errors=True)
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
-        command += ["--only-binary=:all:", "--target", str(site), *OFFICIAL_VERSIONS]
-        installed = subprocess.run(command, capture_output=True, text=True, check=False)
-        assert installed.returncode == 0, f"installing {OFFICIAL_VERSIONS}:\n{installed.stderr}"
-        complete.touch()
-    return site
 
 
 def official_ids(site: Path, tokenizer: Path, rows: list[tuple[str, str, str]]) -> dict:

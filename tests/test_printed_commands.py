@@ -4,7 +4,6 @@ received submission, and `${BOUQUET_EVAL_HOME}` in a script of one's own."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -68,15 +67,14 @@ def test_the_missing_dataset_hint_fetches_it(
         pasted(hint.group(1), elsewhere, hub.environment(cache, token="hf_reader"))
         workflow.run("all", "submission", env=offline)
     assert len(pd.read_csv(workflow.workdir / "runs" / "copy-source" / "scores.csv")) == 1
-    # The submission's eval-results entries name the commit the revision resolved to.
-    from huggingface_hub import parse_eval_result_entries
-
+    # One direction, two sentences of it: not BOUQuET's full test split, so no eval result,
+    # and the submission says why.
     submission = workflow.workdir / "runs" / "submission" / "copy-source"
-    commit = json.loads((submission / "manifest.json").read_text())["entries"][-1]["dataset"]
-    (entry,) = parse_eval_result_entries(
-        yaml.safe_load((submission / "eval_results.yaml").read_text())
-    )
-    assert entry.dataset_id == "facebook/bouquet" and entry.dataset_revision == commit["commit"]
+    assert not list(submission.glob("eval_results_*.yaml"))
+    note = (submission / "EVAL_RESULTS.txt").read_text()
+    assert "- limit: 2 sentences per direction" in note
+    assert "- 1 of the dataset's 20 directions were evaluated" in note
+    assert "local folder" not in note  # the dataset came from the Hub, at a commit
 
 
 def documented_maintainer_command() -> str:

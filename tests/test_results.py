@@ -12,6 +12,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from bouquet_eval.data.dataset import Direction
+from bouquet_eval.metrics.records import MetricSet, record_of
 from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import (
     MISSING,
@@ -42,6 +44,8 @@ from bouquet_eval.translators.backends import bounds
 
 from . import browser
 from .conftest import SAMPLE, Workflow
+from .hub_datasets import bouquet_on_hub
+from .hub_server import HubServer
 from .leaderboard_models import SMALL, synthetic_model
 from .mtme_reader import read_language_pair
 from .workflow_configs import SMALL_JOBS
@@ -87,6 +91,46 @@ def test_metricx_ranks_lower_first_and_the_composite_comes_first() -> None:
     assert board["model"].tolist() == ["best", "worse"]
     assert board["metricx"].iloc[0] < board["metricx"].iloc[1]
     assert "metricx ↓" in markdown_table(board, {"metricx"})
+
+
+def test_a_target_ranks_by_distance_to_it() -> None:
+    """A column whose record declares its best value (a length ratio's 1): the models closest
+    to it first, and clustered by their distances (equally far above and below: one
+    cluster), where higher-is-better would rank the farthest first."""
+    center = synthetic_model("center", shift=0, noise=0, seed=0)
+    target = float(center.scores["chrfpp"].mean())
+    results = [
+        synthetic_model("far", shift=8, noise=1, seed=1),
+        synthetic_model("above", shift=1, noise=1, seed=2),
+        synthetic_model("below", shift=-1, noise=1, seed=3),
+    ]
+    plain = build_leaderboard(results, ["chrfpp"], set(), SMALL)
+    assert plain["model"].iloc[0] == "far" and plain["cluster"].tolist() == [1, 2, 3]
+    board = build_leaderboard(results, ["chrfpp"], set(), SMALL, targets={"chrfpp": target})
+    assert set(board["model"].iloc[:2]) == {"above", "below"} and board["model"].iloc[2] == "far"
+    distance = (board["chrfpp"] - target).abs()
+    assert distance.is_monotonic_increasing and board["rank"].tolist() == [1, 2, 3]
+    assert board["cluster"].tolist() == [1, 1, 2]
+    assert board["p_vs_best"].iloc[1] >= 0.05 > board["p_vs_best"].iloc[2]
+    table = markdown_table(board, set())
+    assert f"chrfpp →{target:g}" in table and f"(closest to {target:g} is best)" in table
+    # A metric of one's own declares it as the records do.
+    assert record_of("own", OwnMetric()).targets == {"ratio": 1.0}
+    assert MetricSet.of(["chrf", "metricx", "glotlid"], {}).decimals() == {
+        "chrfpp": 2,
+        "metricx": 2,
+        "glotlid_score": 3,
+        "glotlid_x_metricx": 3,
+    }
+
+
+class OwnMetric:
+    """A length ratio."""
+
+    name = "own"
+    columns = ("ratio",)
+    targets: ClassVar[dict[str, float]] = {"ratio": 1.0}
+    decimals = 2
 
 
 def test_models_on_other_directions_are_marked_not_ranked() -> None:
@@ -315,20 +359,17 @@ async def _browse_report(report: Path, folder: Path) -> None:
 def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
     folder = run.workdir / "runs" / "submission" / "copy-source"
     names = sorted(path.name for path in folder.iterdir())
-    expected = ["COMMANDS.txt", "SHA256SUMS", "eval_results.yaml", "manifest.json", "scores.csv"]
+    expected = ["COMMANDS.txt", "EVAL_RESULTS.txt", "SHA256SUMS", "manifest.json", "scores.csv"]
     assert [n for n in names if not n.endswith(".jsonl")] == expected
-    # One Hugging Face eval-results entry per metric: its mean over directions, its signature.
-    from huggingface_hub import parse_eval_result_entries
-
-    (entry,) = parse_eval_result_entries(yaml.safe_load((folder / "eval_results.yaml").read_text()))
-    summary = pd.read_csv(run.workdir / "runs" / "copy-source" / "summary.csv")
-    signature = json.loads((folder / "manifest.json").read_text())["entries"][-1]["metrics"]["chrf"]
-    assert entry.dataset_id == "facebook/bouquet" and entry.task_id == "benchmark_sentence_level"
-    assert entry.value == summary.set_index("group_by").loc["all", "chrfpp"]
-    assert entry.notes is not None and entry.notes.endswith(f"signature {signature}")
-    assert entry.dataset_revision is None  # a local copy: no commit (see test_printed_commands)
-    # Nor where the copy lies on the machine that made the submission.
-    assert "(a local copy)" in entry.notes and str(run.workdir.parent) not in entry.notes
+    # No Hugging Face eval result: a sample run is not BOUQuET's, and it says why.
+    note = (folder / "EVAL_RESULTS.txt").read_text()
+    assert note.startswith("No Hugging Face eval results for 'copy-source'")
+    assert "- the dataset was read from a local folder (dataset.path)" in note
+    assert "- limit: 12 sentences per direction" in note
+    assert "- 'copy-source' is a reference point (translator: copy-source)" in note
+    assert str(run.workdir) not in note and str(SAMPLE.parent) not in note
+    log = (run.workdir / "logs" / "copy-source" / "submission.log").read_text()
+    assert "No Hugging Face eval results for 'copy-source'" in log
     assert len([n for n in names if n.endswith(".jsonl")]) == 20
     checked = {}
     for line in (folder / "SHA256SUMS").read_text().splitlines():
@@ -347,6 +388,63 @@ def test_submission_holds_what_the_leaderboard_asks(run: Workflow) -> None:
                 assert extracted is not None
                 members[member.name] = extracted.read()
     assert members == {f"copy-source/{n}": (folder / n).read_bytes() for n in names}
+
+
+def test_a_full_run_at_a_pinned_commit_has_eval_results_per_metric(
+    workflow: Workflow, dataset: Path, tmp_path: Path
+) -> None:
+    """BOUQuET's whole test split (the sample, as the Hub stand-in serves it) at a pinned commit:
+    one eval-results file per metric, which huggingface_hub reads back with each metric told
+    apart by its task id, at that commit (a reference point has none: the sample run's test)."""
+    from huggingface_hub import parse_eval_result_entries
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for path in sorted(SAMPLE.glob("*.parquet")):
+        rows = pd.read_parquet(path).rename(columns={"tgt_text": "ref_text"})
+        rows["mt_text"] = rows["ref_text"].str.upper()
+        rows.to_json(mine / f"{path.stem}.jsonl", orient="records", lines=True, force_ascii=False)
+    with HubServer() as hub:
+        bouquet = bouquet_on_hub(hub, dataset)
+        hub.grant("hf_reader", bouquet)
+        commit = bouquet.branches["main"]
+        workflow.write_config(
+            {
+                "dataset": {"name": "facebook/bouquet", "revision": commit},
+                "output_dir": "runs",
+                "shards": 1,
+                "metrics": ["chrf", "bleu", "ter"],
+                "resources": SMALL_JOBS,
+                "statistics": {"bootstrap_resamples": 20},
+                "models": [{"name": "mine", "translator": "provided", "path": str(mine)}],
+            }
+        )
+        workflow.run("submission", env=hub.environment(tmp_path / "hf", token="hf_reader"))
+    folder = workflow.workdir / "runs" / "submission" / "mine"
+    summary = pd.read_csv(workflow.workdir / "runs" / "mine" / "summary.csv")
+    overall = summary.set_index("group_by").loc["all"]
+    assert overall["n_directions"] == len(list(SAMPLE.glob("*.parquet"))) == 20
+    files = sorted(folder.glob("eval_results_*.yaml"))
+    assert [path.name for path in files] == [
+        "eval_results_bleu.yaml",
+        "eval_results_chrfpp.yaml",
+        "eval_results_ter.yaml",
+    ]
+    entries = {}
+    for path in files:
+        (entry,) = parse_eval_result_entries(yaml.safe_load(path.read_text()))
+        entries[entry.task_id] = entry
+    assert sorted(entries) == [f"benchmark_sentence_level_{c}" for c in ("bleu", "chrfpp", "ter")]
+    signatures = json.loads((folder / "manifest.json").read_text())["entries"][-1]["metrics"]
+    metric = {"bleu": "bleu", "chrfpp": "chrf", "ter": "ter"}
+    for column, entry in zip(("bleu", "chrfpp", "ter"), entries.values(), strict=True):
+        assert entry.dataset_id == "facebook/bouquet" and entry.dataset_revision == commit
+        assert entry.value == overall[column]
+        better = "lower" if column == "ter" else "higher"
+        assert entry.notes is not None and entry.notes.startswith(f"{column} ({better} is better)")
+        assert entry.notes.endswith(f"signature {signatures[metric[column]]}")
+    note = (folder / "EVAL_RESULTS.txt").read_text()
+    assert f"at commit {commit}" in note and "eval_results_chrfpp.yaml" in note
 
 
 def test_verify_passes_then_names_what_differs(run: Workflow) -> None:

@@ -29,8 +29,8 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
-from bouquet_eval.results.report import dense_languages, run_page, timing_figure
-from bouquet_eval.results.views import describe_language
+from bouquet_eval.results.report import STYLE, dense_languages, run_page, timing_figure
+from bouquet_eval.results.views import describe_language, results_page
 
 from . import browser
 from .leaderboard_models import SMALL, synthetic_model
@@ -149,11 +149,11 @@ TABLE = "Tabulator.findTable('#table')[0]"
 VIEWS = {"language": 267, "regional": 1062 - 2 * 267, "directions": 1062, "versus": 1062}
 
 
-def test_the_report_pages_at_bouquet_shape(shaped: Path, chromium: None) -> None:
-    asyncio.run(_report_pages(shaped / "report"))
+def test_the_report_pages_at_bouquet_shape(shaped: Path, chromium: None, tmp_path: Path) -> None:
+    asyncio.run(_report_pages(shaped / "report", tmp_path))
 
 
-async def _report_pages(report: Path) -> None:
+async def _report_pages(report: Path, scratch: Path) -> None:
     async with browser.chromium() as page:
         await page.open((report / "results.html").as_uri())
         for view, rows in VIEWS.items():
@@ -179,6 +179,23 @@ async def _report_pages(report: Path) -> None:
         assert [row[:2] for row in found] == [["bre_Latn", "France"]]
         low, high = found[0][3]
         assert low <= found[0][2] <= high
+        assert page.errors == []
+        # A metric's decimal places are its record's, through the page's data: one decimal
+        # where a record says so.
+        text = (report / "results.html").read_text(encoding="utf-8")
+        data = json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+        assert data["decimals"] == {"chrfpp": 2, "metricx": 2}
+        data["decimals"]["metricx"] = 1
+        variant = scratch / "results-one-decimal.html"
+        variant.write_text(results_page(data, STYLE), encoding="utf-8")
+        await page.open(variant.as_uri())
+        cells = await page.wait_for(
+            "document.querySelectorAll('.tabulator-row').length > 10 && JSON.stringify("
+            "Array.from(document.querySelectorAll('.tabulator-row')[0].children)"
+            ".map(cell => cell.innerText.split('\\n')[0]))"
+        )
+        numbers = [cell for cell in json.loads(cells) if re.fullmatch(r"-?\d+\.\d+", cell)]
+        assert numbers and all(re.fullmatch(r"-?\d+\.\d", cell) for cell in numbers), cells
         assert page.errors == []
 
         await page.open((report / "sentences-1.html").as_uri())

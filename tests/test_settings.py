@@ -247,7 +247,8 @@ def test_registry_matches_each_translator_class() -> None:
 
 def test_config_readme_lists_every_setting_with_its_default() -> None:
     text = (REPOSITORY / "config" / "README.md").read_text(encoding="utf-8")
-    table = text.split("<!-- translator-settings -->", 1)[1].split("\n\n", 1)[0]
+    table = text.split("<!-- generated: translator_settings_table() -->", 1)[1]
+    table = table.split("<!-- end of generated table -->", 1)[0]
     documented: dict[tuple[str, str], Any] = {}
     for line in table.splitlines()[2:]:
         translators, name, default, _ = (cell.strip() for cell in line.strip("|").split("|", 3))

@@ -11,7 +11,9 @@ from bouquet_eval.results.leaderboard import (
     build_leaderboard,
     lower_is_better_columns,
     read_results,
+    report_decimals,
     score_columns,
+    target_columns,
     write_leaderboard,
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
@@ -43,7 +45,10 @@ def main(snakemake: SnakemakeJob) -> None:
             resampling,
         )
         lower = lower_is_better_columns(metrics)
-        board = build_leaderboard(results, columns, lower, resampling, plan.bounds())
+        board = build_leaderboard(
+            results, columns, lower, resampling, plan.bounds(), target_columns(metrics)
+        )
+        board.attrs["decimals"] = report_decimals(metrics)
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
                 pd.read_csv(path), plan.config["metaeval"]["decide_by"]

@@ -24,6 +24,9 @@ rule submission_model:
         directions=[direction.name for direction in DIRECTIONS],
         # Each metric's score column: its eval-results entry.
         headline={metric.name: score_columns([metric])[0] for metric in METRICS},
+        lower_is_better=sorted(METRIC_SET.lower_is_better()),
+        # Eval results only for a run of every direction of the dataset.
+        dataset_directions=[direction.name for direction in DATASET.directions()],
     script:
         "../../scripts/rules/submission.py"
 

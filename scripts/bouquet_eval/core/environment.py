@@ -25,6 +25,9 @@ NUMBER_SHAPING_PACKAGES = (
     "fasttext-numpy2-wheel",
     "fasttext-numpy2",
     "sacrebleu",
+    "sonar-space",
+    "fairseq2",
+    "fairseq2n",
     "numpy",
     "bouquet-eval",
 )

@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.environment import cached_commit, hub_model
+from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.hub import HubFiles
+from bouquet_eval.metrics.sonar_languages import SONAR_LANGUAGES, refusal
 from bouquet_eval.metrics.training_languages import (
     MT5_LANGUAGES,
     XLMR_LANGUAGES,
@@ -73,6 +75,10 @@ def _no_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     return ()
 
 
+DEFAULT_DECIMALS = 3
+"""Decimal places of a metric's scores in the report's tables, where its record does not say."""
+
+
 @dataclass(frozen=True)
 class MetricRecord:
     name: str
@@ -88,6 +94,11 @@ class MetricRecord:
     lower_is_better: tuple[str, ...] = ()
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Columns with a fixed range: heatmaps of different models share its colour scale."""
+    targets: Mapping[str, float] = field(default_factory=dict)
+    """Columns whose best value is a target rather than the highest or the lowest (a length
+    ratio's 1): the leaderboard ranks models by their distance to it."""
+    decimals: int = DEFAULT_DECIMALS
+    """Decimal places of its scores in the report's tables."""
     tolerances: Mapping[str, float] = field(default_factory=dict)
     """Largest difference `verify` accepts per scores.csv column (`<column>_corpus` too)."""
     corpus: bool = False
@@ -119,6 +130,9 @@ class MetricRecord:
     is known otherwise (`coverage`)."""
     coverage: str = ""
     """How its coverage of languages is known when no list says (the docs' table)."""
+    refuses: Callable[[Mapping[str, Any], str], str | None] | None = None
+    """Why it cannot score sentences of a language (a BOUQuET code) with its settings, None
+    when it can: a direction with such a language is refused before any job starts."""
     licence: str = ""
     """The licence of its default model, where it has one."""
     settings: Mapping[str, Mapping[str, Any]] | None = None
@@ -173,6 +187,9 @@ class CompositeRecord:
     range: tuple[float, float] | None = None
     tolerance: float | None = None
     lower_is_better: bool = False
+    target: float | None = None
+    """Its best value, where that is neither the highest nor the lowest."""
+    decimals: int = DEFAULT_DECIMALS
 
     def applies(self, metrics: Sequence[str]) -> bool:
         return set(self.requires) <= set(metrics)
@@ -268,7 +285,12 @@ def _comet(
                 "minLength": 1,
                 "default": default_model,
             },
-            "batch_size": {"type": "integer", "minimum": 1, "default": 16},
+            "batch_size": {
+                "description": "Sentences per batch (comet-score's default).",
+                "type": "integer",
+                "minimum": 1,
+                "default": 16,
+            },
             "device": _DEVICE_SETTING,
             "precision": {
                 "description": "auto (bfloat16 on a GPU that has it, float32 on the CPU), "
@@ -276,6 +298,99 @@ def _comet(
                 "type": "string",
                 "enum": ["auto", "float32", "bfloat16", "float16"],
                 "default": "auto",
+            },
+        },
+        **facts,
+    )
+
+
+def _blaser_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
+    """The SONAR text encoder's checkpoint and tokenizer, and the BLASER checkpoint: each a
+    local folder, or those files of a Hub repository."""
+    from bouquet_eval.metrics.blaser import CHECKPOINT_FILE, ENCODER_FILES
+
+    models = []
+    for setting, files in (("encoder", ENCODER_FILES), ("checkpoint", (CHECKPOINT_FILE,))):
+        spec = settings[setting]
+        if Path(spec).expanduser().exists():
+            models.append(ModelFiles(setting, spec))
+        else:
+            models += [ModelFiles(setting, spec, filename=name) for name in files]
+    return tuple(models)
+
+
+def _blaser_refuses(settings: Mapping[str, Any], code: str) -> str | None:
+    return refusal(code, settings.get("languages") or {})
+
+
+def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any) -> MetricRecord:
+    """A form of BLASER 2.0: sonar-space in its own environment, a GPU unless `device: cpu`,
+    SONAR's text encoder and a BLASER checkpoint."""
+    from bouquet_eval.metrics.blaser import DEFAULT_BATCH_SIZE, DEFAULT_ENCODER
+
+    return MetricRecord(
+        name,
+        f"bouquet_eval.metrics.blaser:{factory}",
+        summary,
+        (name,),
+        ranges={name: (1, 5)},
+        # bfloat16 against float32 (docs/metrics-blaser.md); float32 on two machines agree
+        # to about 1e-6.
+        tolerances={name: 0.05},
+        environment="blaser",
+        device_setting="device",
+        # The encoder's computation on the CPU; tokenizing and batching beside a GPU.
+        cpus=4,
+        cpus_beside_gpu=2,
+        models=_blaser_models,
+        signature_fields=(
+            "encoder",
+            "encoder_commit",
+            "checkpoint",
+            "checkpoint_commit",
+            "dtype",
+            "sonar",
+            "fairseq2",
+        ),
+        training_languages=SONAR_LANGUAGES,
+        refuses=_blaser_refuses,
+        licence="CC BY-NC 4.0",
+        settings={
+            "encoder": {
+                "description": "Hub repository of the SONAR text encoder (sonar_text_encoder.pt "
+                "and sentencepiece.source.256000.model), or a local folder holding them.",
+                "type": "string",
+                "minLength": 1,
+                "default": DEFAULT_ENCODER,
+            },
+            "checkpoint": {
+                "description": "Hub repository of the BLASER 2.0 checkpoint (model.pt), or a "
+                "local folder holding it.",
+                "type": "string",
+                "minLength": 1,
+                "default": checkpoint,
+            },
+            "batch_size": {
+                "description": "Sentences per batch of the encoder (sorted by length).",
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_BATCH_SIZE,
+            },
+            "device": _DEVICE_SETTING,
+            "dtype": {
+                "description": "auto (bfloat16 on a GPU, float32 on the CPU), float32, "
+                "bfloat16 or float16: the encoder's (BLASER itself runs in float32).",
+                "type": "string",
+                "enum": ["auto", "float32", "bfloat16", "float16"],
+                "default": "auto",
+            },
+            "languages": {
+                "description": "BOUQuET codes (with or without glottocode) -> the SONAR code to "
+                "encode their sentences with, for languages SONAR has no code of its own for "
+                "(docs/metrics-blaser.md); scores on them are flagged unseen.",
+                "type": "object",
+                "additionalProperties": {"type": "string", "pattern": "^[a-z]{3}_[A-Z][a-z]{3}$"},
+                "default": {},
             },
         },
         **facts,
@@ -298,6 +413,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "chrF++: character n-gram F-score with word bigrams (sacreBLEU)",
             ("chrfpp",),
             ranges={"chrfpp": (0, 100)},
+            decimals=2,
             tolerances={"chrfpp": _EXACT, "chrfpp_corpus": _EXACT},
             corpus=True,
             signature_fields=(*_SACREBLEU_SIGNATURE, "nc", "nw", "space"),
@@ -308,6 +424,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "BLEU, tokenizer 13a (sacreBLEU)",
             ("bleu",),
             ranges={"bleu": (0, 100)},
+            decimals=2,
             tolerances={"bleu": _EXACT, "bleu_corpus": _EXACT},
             corpus=True,
             signature_fields=(*_SACREBLEU_SIGNATURE, "tok", "smooth"),
@@ -318,6 +435,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             "translation edit rate x 100, can exceed 100 (sacreBLEU)",
             ("ter",),
             lower_is_better=("ter",),
+            decimals=2,
             tolerances={"ter": _EXACT, "ter_corpus": _EXACT},
             corpus=True,
             signature_fields=("nrefs", "case", "tok", "norm", "punct", "asian", "version"),
@@ -329,6 +447,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             ("metricx",),
             lower_is_better=("metricx",),
             ranges={"metricx": (0, 25)},
+            decimals=2,
             # bfloat16 on a GPU against float32 on a CPU: about 0.001 apart per segment
             # (google-research/metricx).
             tolerances={"metricx": 0.01},
@@ -353,19 +472,21 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             licence="Apache-2.0",
             settings={
                 "model": {
-                    "description": "Hub id or local directory of a MetricX-24 checkpoint.",
+                    "description": "Hub id or folder of a MetricX-24 checkpoint; the "
+                    "-bfloat16, large and xxl variants work too.",
                     "type": "string",
                     "default": "google/metricx-24-hybrid-xl-v2p6",
                 },
                 "tokenizer": {
-                    "description": "Hub id or local directory of its tokenizer (mT5's for "
-                    "every size): spiece.model and tokenizer_config.json, from which the "
-                    "official pipeline's tokenizer is built.",
+                    "description": "mT5's tokenizer, for every size: a Hub id or a folder with "
+                    "spiece.model (and tokenizer_config.json), from which the official "
+                    "pipeline's tokenizer is built (docs/architecture.md, MetricX-24).",
                     "type": "string",
                     "default": "google/mt5-xl",
                 },
                 "qe": {
-                    "description": "Reference-free (quality estimation) scoring.",
+                    "description": "Reference-free (quality estimation) scoring: source and "
+                    "candidate only.",
                     "type": "boolean",
                     "default": False,
                 },
@@ -378,10 +499,12 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "default": "auto",
                 },
                 "batch_tokens": {
-                    "description": "Token budget of a batch (padded length x segments). 16384 "
-                    "scored within 4% of the fastest budget on an H100 "
-                    "(benchmarks/gpu_results.md) at about half its memory; lower it on small "
-                    "GPUs.",
+                    "description": "Token budget of a batch: segments are sorted by length and "
+                    "batched up to it (batch size x longest length). On an H100, XL in "
+                    "bfloat16: 395 segments/s at 16384, within 4% of the fastest budget (32768, "
+                    "408/s), with a peak of 13 GiB against 20; 17/s one segment at a time as "
+                    "the official script does (benchmarks/gpu_results.md). Lower it on GPUs "
+                    "under 24 GB; memory grows with it and with the longest input.",
                     "type": "integer",
                     "minimum": 1,
                     "default": 16384,
@@ -443,6 +566,19 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             ranges={"xcomet": (0, 1)},
             tolerance=2.5e-2,
         ),
+        "blaser": _blaser(
+            "blaser",
+            "Blaser",
+            "BLASER 2.0: a score from SONAR embeddings of source, translation and reference",
+            "facebook/blaser-2.0-ref",
+        ),
+        "blaser_qe": _blaser(
+            "blaser_qe",
+            "BlaserQE",
+            "BLASER 2.0 quality estimation: from SONAR embeddings of source and translation",
+            "facebook/blaser-2.0-qe",
+            reference_free=True,
+        ),
     }
 )
 
@@ -475,6 +611,13 @@ def builtin_ranges() -> dict[str, tuple[float, float]]:
     }
 
 
+def builtin_decimals() -> dict[str, int]:
+    """The decimal places of every built-in metric's and composite's score columns."""
+    return MetricSet.of(list(RECORDS), {}).decimals() | {
+        c.column: c.decimals for c in COMPOSITES.values()
+    }
+
+
 def builtin_lower_is_better() -> frozenset[str]:
     """The columns of built-in metrics and composites where lower is better."""
     own = MetricSet.of(list(RECORDS), {}).lower_is_better()
@@ -501,6 +644,8 @@ def own_metric_record(spec: str, metric: Any) -> MetricRecord:
         label_columns=tuple(getattr(metric, "label_columns", ())),
         lower_is_better=tuple(getattr(metric, "lower_is_better", ())),
         ranges=dict(getattr(metric, "ranges", {})),
+        targets=dict(getattr(metric, "targets", {})),
+        decimals=int(getattr(metric, "decimals", DEFAULT_DECIMALS)),
         tolerances=dict(getattr(metric, "tolerances", {})),
         corpus=hasattr(metric, "corpus_score"),
         reference_free=bool(columns) and free >= set(columns),
@@ -580,6 +725,20 @@ class MetricSet:
     def lower_is_better(self) -> frozenset[str]:
         own = {column for record in self.records for column in record.lower_is_better}
         return frozenset(own | {c.column for c in self.composites if c.lower_is_better})
+
+    def targets(self) -> dict[str, float]:
+        """Per column whose best value is a target (neither the highest nor the lowest): it."""
+        targets = {column: t for record in self.records for column, t in record.targets.items()}
+        targets.update({c.column: c.target for c in self.composites if c.target is not None})
+        return targets
+
+    def decimals(self) -> dict[str, int]:
+        """Per score column, its decimal places in the report's tables."""
+        places = {
+            column: record.decimals for record in self.records for column in record.score_columns
+        }
+        places.update({c.column: c.decimals for c in self.composites})
+        return places
 
     def ranges(self) -> dict[str, tuple[float, float]]:
         ranges = {column: r for record in self.records for column, r in record.ranges.items()}
@@ -711,6 +870,33 @@ class MetricSet:
                 names.append(name)
         return names
 
+    def refused(self, directions: Sequence[Direction]) -> list[str]:
+        """Per metric that cannot score some of `directions` with its settings (its record's
+        `refuses`), one line naming each language at fault and the directions it is in."""
+        lines = []
+        for name, record in zip(self.names, self.records, strict=True):
+            if record.refuses is None:
+                continue
+            settings = self.settings[name]
+            reasons: dict[str, str | None] = {}
+            refused: dict[str, list[str]] = {}
+            for direction in directions:
+                for code in (direction.src_lang, direction.tgt_lang):
+                    if code not in reasons:
+                        reasons[code] = record.refuses(settings, code)
+                    if reasons[code] is not None:
+                        refused.setdefault(code, []).append(direction.name)
+            if refused:
+                count = len({d for names in refused.values() for d in names})
+                causes = "; ".join(
+                    f"{reasons[code]} ({_some(names)})" for code, names in refused.items()
+                )
+                remedy = "leave them out of `directions`"
+                if "languages" in (record.settings or {}):
+                    remedy += f" or map their languages with `{name}.languages`"
+                lines.append(f"{name} cannot score {count} direction(s): {causes}; {remedy}")
+        return lines
+
     def learned(self) -> list[str]:
         return [
             name
@@ -735,81 +921,6 @@ class MetricSet:
         return trained
 
 
-def metrics_table() -> str:
-    """The docs' table of the built-in metrics and composites (docs/metrics.md), from the
-    records."""
-
-    def columns(record: MetricRecord) -> str:
-        shown = []
-        for column in record.columns:
-            how = "label" if column in record.label_columns else None
-            if how is None:
-                how = "lower is better" if column in record.lower_is_better else "higher is better"
-                low_high = record.ranges.get(column)
-                if low_high is not None:
-                    how += f", {low_high[0]:g}..{low_high[1]:g}"
-            shown.append(f"`{column}` ({how})")
-        return "; ".join(shown)
-
-    def job(record: MetricRecord) -> str:
-        default = {record.device_setting: "auto"} if record.device_setting else {}
-        on_cpu = {record.device_setting: "cpu"} if record.device_setting else {}
-        where = f"`{record.environment}`, {record.job_cpus(default)} CPU"
-        if record.gpus(default):
-            where += (
-                f" + {record.gpus(default)} GPU ({record.job_cpus(on_cpu)} CPUs with "
-                f"`{record.name}.{record.device_setting}: cpu`)"
-            )
-        return where
-
-    def reads(record: MetricRecord) -> str:
-        if record.reference_free:
-            return "source or translation only"
-        if record.qe_setting:
-            return f"reference (none with `{record.name}.{record.qe_setting}: true`)"
-        return "reference"
-
-    header = [
-        "metric",
-        "what it measures",
-        "columns",
-        "reads",
-        "score jobs (environment, CPUs, GPUs)",
-        "`verify` tolerance",
-        "trained on",
-        "signature fields",
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for record in RECORDS.values():
-        tolerance = ", ".join(f"`{k}` {v:g}" for k, v in record.tolerances.items())
-        trained = (
-            f"{len(record.training_languages)} languages"
-            if record.training_languages is not None
-            else record.coverage or "-"
-        )
-        cells = [
-            f"`{record.name}`",
-            record.summary + (f" (model licence: {record.licence})" if record.licence else ""),
-            columns(record),
-            reads(record),
-            job(record),
-            tolerance,
-            trained,
-            ", ".join(f"`{field}`" for field in record.signature_fields),
-        ]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    for composite in COMPOSITES.values():
-        span = f", {composite.range[0]:g}..{composite.range[1]:g}" if composite.range else ""
-        better = "lower" if composite.lower_is_better else "higher"
-        cells = [
-            f"`{composite.column}`",
-            composite.summary + f" (with {' and '.join(composite.requires)})",
-            f"`{composite.column}` ({better} is better{span})",
-            "as its metrics do",
-            "computed where the scores are gathered",
-            f"`{composite.column}` {composite.tolerance:g}" if composite.tolerance else "",
-            "-",
-            "-",
-        ]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(lines) + "\n"
+def _some(names: Sequence[str], shown: int = 3) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")

@@ -60,6 +60,11 @@ class TrainingLanguages:
     def __len__(self) -> int:
         return len(self.codes)
 
+    @classmethod
+    def of_iso639_3(cls, source: str, languages: set[str]) -> TrainingLanguages:
+        """A list that its source writes in ISO 639-3 codes, written as the lists are."""
+        return cls(source, frozenset(map(_source_code, languages)))
+
 
 # Codes the sources use that ISO 639-1 has since replaced.
 _RENAMED = MappingProxyType({"iw": "he", "fil": "tl"})

@@ -43,6 +43,7 @@ from bouquet_eval.data.outputs import (
 )
 from bouquet_eval.data.prefetch import is_local
 from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.metrics.records import RECORDS, MetricSet
 from bouquet_eval.planning.cost import is_batch, model_price
 from bouquet_eval.planning.schema import plain_config, validate_config
 from bouquet_eval.planning.sharding import assign_shards, take_part
@@ -311,6 +312,8 @@ def load_plan(
                 shards=assign_shards(system_directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
             )
+    scored = [*directions, *(d for m in judged.values() for ds in m.shards.values() for d in ds)]
+    refuse_unscorable(config, scored)
     return Plan(
         config=config,
         sources=sources,
@@ -326,6 +329,15 @@ def load_plan(
         judgements=judgements,
         judged=judged,
     )
+
+
+def refuse_unscorable(config: Mapping[str, Any], directions: Sequence[Direction]) -> None:
+    """Before any job: ConfigError naming the directions a built-in metric cannot score with
+    its settings (its record's `refuses`: BLASER, a language SONAR has no code for)."""
+    names = [name for name in config["metrics"] if name in RECORDS]
+    refused = MetricSet.of(names, config).refused(sorted(set(directions)))
+    if refused:
+        raise ConfigError(". ".join(refused), "metrics")
 
 
 def receive_submissions(

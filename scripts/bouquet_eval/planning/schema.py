@@ -127,7 +127,7 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
 
 COMPLETE_SCHEMA = "config.complete.schema.json"
 """The complete schema, published beside the file it completes for editors and other tools
-(`# yaml-language-server: $schema=...`); `make schema` writes it (`main`)."""
+(`# yaml-language-server: $schema=...`); `make docs` writes it (`planning.docs`)."""
 
 
 def complete_schema_text(schema_path: str | Path) -> str:
@@ -211,13 +211,3 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str
             "invalid configuration at 'compare': the baseline is not among its models"
         )
     return config
-
-
-def main() -> None:
-    """Write the complete schema of this checkout (`make schema`)."""
-    from bouquet_eval.core.home import workflow_home
-
-    home = workflow_home()
-    if home is None:
-        raise SystemExit("bouquet-eval: no checkout of the workflow to write the schema into")
-    print(write_complete_schema(home / "workflow" / "schemas" / "config.schema.yaml"))

@@ -1,26 +1,29 @@
 """Agreement between a metric's scores and human scores, the statistics MTME reports.
 
-Segment level, over every judged translation of a set (flattened, no grouping): Pearson's r,
-Spearman's rho (average ranks for ties) and Kendall's tau-b; and acc-eq, the pairwise accuracy
-with tie calibration of Deutsch et al. (2023) that MTME computes for segment level: over the
-pairs of translations of one source segment (an item) by two systems, the share the metric
-orders as people do, a pair counting as tied by the metric when its scores differ by at most
-epsilon and as tied by people when their scores are equal; epsilon is the one of the candidate
-thresholds (0 and every difference of the metric within an item) that gives the highest
-accuracy, the smallest on a tie. Pairs of all items of a set are pooled (micro average), so
-that one epsilon serves a direction or a pool of directions.
+Segment level, over every judged translation of a set (flattened, no grouping, as MTME's
+`average_by='none'`): Pearson's r, Spearman's rho (average ranks for ties) and Kendall's
+tau-b; and acc-eq, the pairwise accuracy with tie calibration of Deutsch et al. (2023), as
+MTME computes it for segment level (`KendallWithTiesOpt`, variant `acc23`,
+`average_by='item'`, `sample_rate` 1.0): per item (the translations of one source segment by
+several systems), the share of its pairs of translations that the metric orders as people
+do, a pair counting as tied by the metric when its scores differ by at most epsilon and as
+tied by people when their scores are equal; averaged over the items that have a pair; epsilon
+is the one of the candidate thresholds (0 and every difference of the metric within an item)
+that gives the highest average, one epsilon per set. `acc_eq_pooled` is the variant that
+pools the pairs of all items (micro average) instead.
 
-System level, where a direction has at least three systems: each system's mean human and mean
-metric score over its judged segments; Pearson's r across systems, and the pairwise accuracy
-(MTME's): the share of system pairs whose two differences have the same sign. Pooled over
-directions, the pairwise accuracy counts the pairs of every direction; Pearson's r is per
-direction only.
+System level: each system's mean human and mean metric score over its judged segments of a
+direction; Pearson's r across the systems of a direction with at least three, and the
+pairwise accuracy (MTME's `Agreement`): the share of system pairs whose two differences have
+the same sign, the pairs of every direction counted together (MTME's accuracy over several
+language pairs).
 
 Kendall's discordant pairs are counted by `Discordance` in O(n log h) (h: the number of
 distinct values of the variable with fewer), so that a pool of every direction's segments
 takes a fraction of a second; the same counting, with weights, serves every bootstrap
 resample and permutation trial (`weighted_agreement`). Every statistic is tested equal to
-scipy.stats, or to a straightforward reference, on a synthetic table.
+MTME's own code (tests/test_mtme_statistics.py) and to scipy.stats or a straightforward
+reference (tests/test_metaeval.py) on synthetic tables.
 """
 
 from __future__ import annotations
@@ -30,7 +33,18 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_SYSTEMS = 3
-"""A direction's system-level statistics need at least this many systems."""
+"""A direction's system-level Pearson needs at least this many systems."""
+MTME_STATISTICS = (
+    "pearson",
+    "spearman",
+    "kendall",
+    "acc_eq",
+    "acc_eq_epsilon",
+    "system_pearson",
+    "system_accuracy",
+)
+"""The columns of correlations.csv that MTME's code computes too, equal to its to 1e-9 (tested
+against its outputs at a pinned commit: tests/test_mtme_statistics.py)."""
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -202,8 +216,9 @@ def item_pairs(items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(firsts), np.concatenate(seconds)
 
 
-def acc_eq(human: np.ndarray, metric: np.ndarray, items: np.ndarray) -> tuple[float, float]:
-    """(accuracy, epsilon) of tie-calibrated pairwise accuracy over the pairs within items."""
+def acc_eq_pooled(human: np.ndarray, metric: np.ndarray, items: np.ndarray) -> tuple[float, float]:
+    """(accuracy, epsilon) of tie-calibrated pairwise accuracy over the pairs within items,
+    pooled: every pair of every item counts once (a micro average, not MTME's)."""
     first, second = item_pairs(items)
     if not first.size:
         return float("nan"), float("nan")
@@ -229,6 +244,74 @@ def acc_eq(human: np.ndarray, metric: np.ndarray, items: np.ndarray) -> tuple[fl
     return float(correct[best] / gap.size), float(max(thresholds[best], 0.0))
 
 
+def mtme_pairs(
+    items: np.ndarray, systems: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of MTME's matrix in the order MTME enumerates them: its items (columns) in the
+    order of their codes, within each its systems (rows) in the order of `systems` (by default
+    the rows' own order), every i < j in turn. (first, second) row positions of each pair and
+    its item's column, 0.. in the order of the items given."""
+    order = np.lexsort((np.arange(items.size) if systems is None else systems, items))
+    first, second = item_pairs(items[order])
+    enumerated = np.lexsort((second, first))
+    first, second = order[first[enumerated]], order[second[enumerated]]
+    return first, second, np.unique(items, return_inverse=True)[1][first]
+
+
+def acc_eq(
+    human: np.ndarray, metric: np.ndarray, items: np.ndarray, systems: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(accuracy, epsilon): MTME's `KendallWithTiesOpt(variant='acc23', average_by='item',
+    sample_rate=1.0)` over the matrix of these rows (`mtme_pairs`).
+
+    MTME (tau_optimization.py) sorts the pairs by gap (stably), then ties them one at a time,
+    keeping a running sum of the items' accuracies: the thresholds' averages are that sum's
+    values, and the first of the highest is chosen. Where several thresholds give the same
+    average but for rounding, which one that is depends on the sum's rounding, so this
+    follows the same floating-point operations in the same order: the first sum over the
+    items in the order of MTME's Python set of their columns, then one subtraction and one
+    addition per pair (a cumulative sum, which numpy adds in order). Accuracy and epsilon
+    are then MTME's to the last bit."""
+    first, second, column = mtme_pairs(items, systems)
+    if not first.size:
+        return float("nan"), float("nan")
+    human_delta = human[first] - human[second]
+    metric_delta = metric[first] - metric[second]
+    # Right untied (concordant, or tied by both) and right tied by the metric (tied by people).
+    right = (np.sign(human_delta) == np.sign(metric_delta)).astype(np.int64)
+    change = (human_delta == 0).astype(np.int64) - right
+    pairs = np.bincount(column)
+    right_at_start = np.bincount(column, weights=right).astype(np.int64)
+    gap = np.abs(metric_delta)
+    order = np.argsort(gap, kind="stable")
+    gap, column, change = gap[order], column[order], change[order]
+    # Each item's right pairs before each of its pairs is tied: cumulative sums per item.
+    by_item = np.argsort(column, kind="stable")
+    changes = change[by_item]
+    running = np.cumsum(changes)
+    item_starts = run_starts(column[by_item])
+    sizes = np.diff(np.r_[item_starts, column.size])
+    before = np.empty(column.size, np.int64)
+    before[by_item] = (
+        running - changes - np.repeat(running[item_starts] - changes[item_starts], sizes)
+    )
+    right_before = right_at_start[column] + before
+    old = right_before / pairs[column]
+    new = (right_before + change) / pairs[column]
+    # MTME's rows: a set of the item columns that have pairs, summed in the set's order.
+    present = list(set(np.flatnonzero(pairs).tolist()))
+    start = sum((right_at_start[present] / pairs[present]).tolist())
+    steps = np.empty(2 * gap.size + 1)
+    steps[0], steps[1::2], steps[2::2] = start, -old, new
+    averages = np.cumsum(steps)[2::2] / len(present)
+    last_of_gap = np.r_[gap[1:] != gap[:-1], True]
+    thresholds, values = gap[last_of_gap], averages[last_of_gap]
+    if gap[0] != 0:  # MTME's first threshold, 0, ties no pair
+        thresholds, values = np.r_[0.0, thresholds], np.r_[start / len(present), values]
+    best = int(np.argmax(values))
+    return float(values[best]), float(thresholds[best])
+
+
 def system_means(values: np.ndarray, systems: np.ndarray, count: int) -> np.ndarray:
     """Per system code 0..count-1: the mean of its values."""
     sums = np.bincount(systems, weights=values, minlength=count)
@@ -248,12 +331,14 @@ class Agreement:
     kendall: float
     acc_eq: float
     acc_eq_epsilon: float
+    acc_eq_pooled: float
+    acc_eq_pooled_epsilon: float
     system_pearson: float
     system_accuracy: float
 
     @staticmethod
     def statistics() -> tuple[str, ...]:
-        """The statistics that have bootstrap intervals."""
+        """The statistics that have bootstrap intervals (the pooled acc-eq has none)."""
         return ("pearson", "spearman", "kendall", "acc_eq", "system_pearson", "system_accuracy")
 
 
@@ -264,10 +349,16 @@ SEGMENT_STATISTICS = {
 }
 
 
-def segment_statistic(name: str, human: np.ndarray, metric: np.ndarray, items: np.ndarray) -> float:
+def segment_statistic(
+    name: str,
+    human: np.ndarray,
+    metric: np.ndarray,
+    items: np.ndarray,
+    systems: np.ndarray | None = None,
+) -> float:
     """One segment-level statistic by name (`metaeval.decide_by`)."""
     if name == "acc_eq":
-        return acc_eq(human, metric, items)[0]
+        return acc_eq(human, metric, items, systems)[0]
     return SEGMENT_STATISTICS[name](metric, human)
 
 
@@ -283,7 +374,8 @@ def agreement(
     `items`: a code per source segment (unique across directions); `systems`: a code per
     system; `groups`: a code per direction, within which systems are compared.
     """
-    accuracy, epsilon = acc_eq(human, metric, items)
+    accuracy, epsilon = acc_eq(human, metric, items, systems)
+    pooled, pooled_epsilon = acc_eq_pooled(human, metric, items)
     system_pearson, agreeing, compared = _system_level(human, metric, systems, groups)
     return Agreement(
         n_segments=int(human.size),
@@ -293,6 +385,8 @@ def agreement(
         kendall=kendall_tau_b(metric, human),
         acc_eq=accuracy,
         acc_eq_epsilon=epsilon,
+        acc_eq_pooled=pooled,
+        acc_eq_pooled_epsilon=pooled_epsilon,
         system_pearson=system_pearson,
         system_accuracy=agreeing / compared if compared else float("nan"),
     )
@@ -301,8 +395,8 @@ def agreement(
 def _system_level(
     human: np.ndarray, metric: np.ndarray, systems: np.ndarray, groups: np.ndarray
 ) -> tuple[float, int, int]:
-    """System Pearson (one group only, else NaN) and the pooled pairwise accuracy counts: the
-    pairs of systems within each group of at least MIN_SYSTEMS systems."""
+    """System Pearson (one group of at least MIN_SYSTEMS systems only, else NaN) and the
+    pooled pairwise accuracy counts: the pairs of systems within each group."""
     if not human.size:
         return float("nan"), 0, 0
     group_index = np.unique(groups, return_inverse=True)[1]
@@ -312,16 +406,14 @@ def _system_level(
     human_means = system_means(human, cell_index, cells.size)
     metric_means = system_means(metric, cell_index, cells.size)
     cell_group = cells // (int(systems.max()) + 1)
-    systems_in_group = np.bincount(cell_group)
     first, second = item_pairs(cell_group)
-    counted = systems_in_group[cell_group[first]] >= MIN_SYSTEMS
     same = np.sign(human_means[first] - human_means[second]) == np.sign(
         metric_means[first] - metric_means[second]
     )
     correlation = float("nan")
-    if systems_in_group.size == 1 and cells.size >= MIN_SYSTEMS:
+    if group_index.max() == 0 and cells.size >= MIN_SYSTEMS:
         correlation = pearson(metric_means, human_means)
-    return correlation, int((same & counted).sum()), int(counted.sum())
+    return correlation, int(same.sum()), int(first.size)
 
 
 @dataclass(frozen=True)

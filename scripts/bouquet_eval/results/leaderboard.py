@@ -36,7 +36,11 @@ from bouquet_eval.results.aggregate import (
     direction_table,
     write_csv,
 )
-from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
+from bouquet_eval.results.resampled import (
+    ResampledScores,
+    distance_bootstrap_p,
+    paired_bootstrap,
+)
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 SIGNIFICANCE_LEVEL = 0.05
@@ -50,6 +54,16 @@ def score_columns(metrics: Sequence[Metric]) -> list[str]:
 
 def lower_is_better_columns(metrics: Sequence[Metric]) -> frozenset[str]:
     return MetricSet.of_loaded(metrics).lower_is_better()
+
+
+def target_columns(metrics: Sequence[Metric]) -> dict[str, float]:
+    """The columns whose best value is a target (`MetricRecord.targets`), with it."""
+    return MetricSet.of_loaded(metrics).targets()
+
+
+def report_decimals(metrics: Sequence[Metric]) -> dict[str, int]:
+    """Each score column's decimal places in the report's tables (`MetricRecord.decimals`)."""
+    return MetricSet.of_loaded(metrics).decimals()
 
 
 def primary_metric(columns: Sequence[str]) -> str:
@@ -124,10 +138,12 @@ def build_leaderboard(
     lower_is_better: Iterable[str],
     resampling: Resampling,
     bounds: Mapping[str, str] | None = None,
+    targets: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """The leaderboard, best model first by the primary metric (see the module docstring);
     `bounds` (see `translators.backends.bounds`) are reference points, listed last as the
-    upper or lower bound they are, and not ranked."""
+    upper or lower bound they are, and not ranked; `targets`: the columns whose best value is
+    a target (`MetricRecord.targets`), a model closer to it ranking first."""
     if not results:
         raise ValueError("a leaderboard needs at least one model")
     columns = [c for c in columns if all(c in r.scores for r in results)]
@@ -146,9 +162,12 @@ def build_leaderboard(
         record["bound"] = bounds.get(record["model"], "")
         record["note"] = notes.get(record["model"], "")
     board = pd.DataFrame.from_records(records)
-    ascending = primary in lower
+    target = (targets or {}).get(primary)
+    # What ranks: the score, or its distance to the target.
+    board[_RANK_KEY] = board[primary] if target is None else (board[primary] - target).abs()
+    ascending = primary in lower or target is not None
     board = board.sort_values(
-        ["comparable", "bound", primary],
+        ["comparable", "bound", _RANK_KEY],
         ascending=[False, True, ascending],
         na_position="last",
         kind="stable",
@@ -157,11 +176,12 @@ def build_leaderboard(
     board.insert(
         0,
         "rank",
-        board.loc[ranked, primary]
+        board.loc[ranked, _RANK_KEY]
         .rank(method="min", ascending=ascending)
         .astype("Int64")
         .reindex(board.index),
     )
+    board = board.drop(columns=_RANK_KEY)
     by_name = {r.name: r for r in results}
     ranked_names = board.loc[ranked, "model"].tolist()
     p_values, clusters = significance_clusters(
@@ -169,6 +189,7 @@ def build_leaderboard(
         [statistics[name] for name in ranked_names],
         primary,
         resampling,
+        target,
     )
     board["p_vs_best"] = (
         pd.Series(dict(zip(ranked_names, p_values, strict=True))).reindex(board["model"]).to_numpy()
@@ -181,7 +202,11 @@ def build_leaderboard(
         .array
     )
     board.attrs["primary"] = primary
+    board.attrs["targets"] = dict(targets or {})
     return board
+
+
+_RANK_KEY = "_rank_key"
 
 
 def _model_record(
@@ -268,14 +293,16 @@ def significance_clusters(
     statistics: Sequence[ResampledScores],
     column: str,
     resampling: Resampling,
+    target: float | None = None,
 ) -> tuple[list[float], list[int]]:
     """For models in rank order: p-value against the best, and significance clusters.
 
     A paired bootstrap test (sentences resampled within directions, the macro mean as
-    statistic) on `column`. Clusters are formed top-down as WMT reports them: a model joins
-    the current cluster when it is not significantly different from the cluster's best
-    model, and starts the next cluster otherwise; cluster 1 holds the models tied with the
-    best. A model whose sentences differ from the compared model's gets no cluster.
+    statistic) on `column`; for a column with a `target`, of the macro means' distances to it
+    (`resampled.distance_bootstrap_p`). Clusters are formed top-down as WMT reports them: a
+    model joins the current cluster when it is not significantly different from the cluster's
+    best model, and starts the next cluster otherwise; cluster 1 holds the models tied with
+    the best. A model whose sentences differ from the compared model's gets no cluster.
 
     Each test is the difference of the two models' resamples (`resampled.paired_bootstrap`),
     or, where they did not score the same sentences in the same order, made from their rows.
@@ -284,6 +311,8 @@ def significance_clusters(
         return [], []
 
     def p_value(first: int, second: int) -> float:
+        if target is not None:
+            return distance_bootstrap_p(statistics[first], statistics[second], column, target)
         if statistics[first].pairs_with(statistics[second], column):
             return paired_bootstrap(statistics[first], statistics[second], column).pooled_p
         return paired_p_value(models[first].rows, models[second].rows, column, resampling)
@@ -354,10 +383,13 @@ def markdown_table(
     """The leaderboard as a Markdown table: each metric as mean [95% interval]."""
     primary = board.attrs.get("primary") or primary_metric(metric_columns_of(board))
     lower = set(lower_is_better)
+    targets = board.attrs.get("targets", {})
     metrics = metric_columns_of(board)
     scale = display_scales(board)
 
     def arrow(column: str) -> str:
+        if column in targets:
+            return f"→{targets[column]:g}"
         return "↓" if column in lower else "↑"
 
     header = ["rank", "model", "cluster", "directions", "sentences"]
@@ -382,15 +414,20 @@ def markdown_table(
             format_score(record[f"{primary}_{group}"], scale[primary]) for group in ENGLISH_GROUPS
         ]
         lines.append(_row(cells))
-    lines += ["", *_footnotes(board, primary, lower)]
+    lines += ["", *_footnotes(board, primary, lower, targets.get(primary))]
     return "\n".join(lines) + "\n"
 
 
-def _footnotes(board: pd.DataFrame, primary: str, lower: set[str]) -> list[str]:
+def _footnotes(
+    board: pd.DataFrame, primary: str, lower: set[str], target: float | None
+) -> list[str]:
+    if target is not None:
+        better = f"closest to {target:g} is best"
+    else:
+        better = f"{'lower' if primary in lower else 'higher'} is better"
     notes = [
-        f"Ranked by {primary} ({'lower' if primary in lower else 'higher'} is better), the "
-        "macro mean over directions; [low, high] is its 95% bootstrap interval (sentences "
-        "resampled within directions).",
+        f"Ranked by {primary} ({better}), the macro mean over directions; [low, high] is its "
+        "95% bootstrap interval (sentences resampled within directions).",
         f"Cluster 1 holds the models not significantly different from the best (paired "
         f"bootstrap on {primary}, p ≥ {SIGNIFICANCE_LEVEL}); each later cluster starts at the "
         "first model significantly worse than the previous cluster's best.",

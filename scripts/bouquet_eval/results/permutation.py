@@ -1,7 +1,8 @@
-"""Paired permutation tests of two metrics' agreement with people, as MTME's PermutationSigDiff.
+"""Paired permutation tests of two metrics' agreement with people, after MTME's PermutationSigDiff.
 
 Each trial swaps the two metrics' standardized scores of a random half of the segments; p is
-the share of trials, the observed one counted, whose difference is at least the observed.
+the share of trials, the observed one counted, whose difference is at least the observed (MTME
+counts the trials alone, and stops early once p is clearly small or large).
 
 A trial's swapped metric takes each row's score from one metric or the other: it is the
 statistic of both metrics' rows (`weighted_agreement.SegmentedRows`), weighted 1 where taken
@@ -26,6 +27,7 @@ from bouquet_eval.results.weighted_agreement import (
     SegmentedRows,
     batches,
     chunks,
+    item_shares,
 )
 
 MASK_BLOCK = 25
@@ -138,6 +140,7 @@ class _Batch:
             by_test = np.argsort(segment[first], kind="stable")
             self.first, self.second = first[by_test], second[by_test]
             count = self.first.size
+            share = item_shares(items[self.first])
             candidates = [
                 (b if c >= 2 else a)[self.first] - (b if c % 2 else a)[self.second]
                 for c in range(4)
@@ -148,6 +151,7 @@ class _Batch:
                 np.concatenate(candidates),
                 np.arange(4 * count),
                 np.tile(segment[self.first], 4),
+                np.tile(share, 4),
             )
             self.accuracy = PairAccuracy(pairs, len(tests))
             # In the sorted order: each candidate's pair, and which candidate it is.
@@ -161,13 +165,14 @@ class _Batch:
                 & (np.sign(human_delta) == np.sign(metric_delta))
                 & (metric_delta != 0)
             ).astype(np.int32)
-            # What swapping `best` (candidate c) gains over swapping `other` (3 - c).
-            self.agreeing_lead = (agrees - agrees.reshape(-1, 4)[:, ::-1].ravel()).astype(np.int8)
+            # What swapping `best` (candidate c) gains over swapping `other` (3 - c), by share.
+            lead = agrees - agrees.reshape(-1, 4)[:, ::-1].ravel()
+            self.agreeing_lead = lead * np.repeat(share, 4)
             self.pair_base = 4 * np.arange(count)
             self.first_mask = self.mask_index[self.first]
             self.second_mask = self.mask_index[self.second]
             self.test_starts = run_starts(segment[self.first])
-            self.test_pairs = np.diff(np.r_[self.test_starts, count])
+            self.test_items = np.add.reduceat(share, self.test_starts)
             self.width = 4 * count
         else:
             # Both metrics' rows of a test together: a segment's rows are contiguous.
@@ -203,8 +208,8 @@ class _Batch:
             gain = self.accuracy.gain(at == self.candidate_at)
             gain -= self.accuracy.gain(at == 3 - self.candidate_at)
             lead = np.take(self.agreeing_lead, self.pair_base + candidate)
-            agreeing = np.add.reduceat(lead, self.test_starts, axis=1, dtype=np.int64)
-            return (agreeing + gain) / self.test_pairs
+            agreeing = np.add.reduceat(lead, self.test_starts, axis=1)
+            return (agreeing + gain) / self.test_items
         swapped = np.take(swaps, self.mask_index, axis=1)
         kept = (~swapped).astype(np.int32)
         moved = swapped.astype(np.int32)

@@ -556,7 +556,9 @@ def write_figures(
     columns = list(paths["distributions"])
     statistics = {r.name: r.statistics(columns, resampling) for r in results}
     versus = versus_baseline(board, LazyRows(by_name), statistics, baseline, resampling)
-    data = results_data(scores, ordered, columns, lower, primary, versus)
+    data = results_data(
+        scores, ordered, columns, lower, primary, versus, board.attrs.get("decimals", {})
+    )
     write_text(paths["results"], results_page(data, STYLE))
     made = None
     if extracts is not None:

@@ -133,3 +133,25 @@ def paired_bootstrap(
     )
     (pooled_p,) = bootstrap_p_values(pooled[None, :], np.array([pooled_delta]))
     return PairedBootstrap(delta, bootstrap_p_values(deltas, delta), pooled_delta, pooled_p)
+
+
+def distance_bootstrap_p(
+    baseline: ResampledScores, system: ResampledScores, column: str, target: float
+) -> float:
+    """The bootstrap p-value of the difference between the two models' distances from
+    `target` of their macro means over directions: each resample's macro means, drawn as the
+    models' own (paired where they scored the same sentences, `pairs_with`), give its
+    difference of distances."""
+    if baseline.directions != system.directions or baseline.statistics != system.statistics:
+        raise ValueError(f"the models were not resampled over the same directions on {column}")
+    usable = ~np.isnan(baseline.means[column]) & ~np.isnan(system.means[column])
+    if not usable.any():
+        return float("nan")
+
+    def distance(scores: ResampledScores) -> tuple[float, np.ndarray]:
+        macro = float(scores.means[column][usable].mean())
+        return abs(macro - target), np.abs(scores.resamples[column][usable].mean(axis=0) - target)
+
+    (base, base_resampled), (mine, mine_resampled) = distance(baseline), distance(system)
+    (p,) = bootstrap_p_values((mine_resampled - base_resampled)[None, :], np.array([mine - base]))
+    return float(p)

@@ -3,29 +3,36 @@
 The folder holds what the BOUQuET leaderboard asks for and what a maintainer needs to check
 it: `scores.csv`, `manifest.json` (the configuration each run used, and its command line), every
 `<src>-<tgt>.jsonl` translation, `COMMANDS.txt` (the exact command lines recorded in the
-manifest), `eval_results.yaml` (Hugging Face eval-results entries, one per metric, for a model
-repository's `.eval_results/` folder; nothing is uploaded) and `SHA256SUMS` (for
-`sha256sum -c`). No configuration to run with: a maintainer verifies a submission with their
-own (`submissions`, see bouquet_eval.data.received), and takes nothing from it but data.
+manifest), `eval_results_<column>.yaml` (Hugging Face eval results, one file per metric, for a
+model repository's `.eval_results/` folder; nothing is uploaded) and `EVAL_RESULTS.txt` (what
+they hold, or why there are none: only a run of BOUQuET's full test split at a commit of the
+Hub has any), and `SHA256SUMS` (for `sha256sum -c`). No configuration to run with: a
+maintainer verifies a submission with their own (`submissions`, see
+bouquet_eval.data.received), and takes nothing from it but data.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import shlex
 import shutil
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bouquet_eval.core.io import atomic_path, file_sha256
-from bouquet_eval.data.dataset import Direction
+from bouquet_eval.data.dataset import DEFAULT_DATASET, Direction
+from bouquet_eval.translators.backends import bounds
 
 CHECKSUMS = "SHA256SUMS"
 COMMANDS = "COMMANDS.txt"
-EVAL_RESULTS = "eval_results.yaml"
+EVAL_RESULTS_NOTE = "EVAL_RESULTS.txt"
+EVAL_RESULTS_PREFIX = "eval_results_"
+"""Each metric's eval-results file: `eval_results_<score column>.yaml`."""
+BOUQUET = DEFAULT_DATASET["name"]
 
 
 def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
@@ -51,38 +58,112 @@ def commands_text(model: str, entries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def eval_results_text(entry: Mapping[str, Any], summary: Path, headline: Mapping[str, str]) -> str:
-    """Hugging Face eval-results entries (the `.eval_results/*.yaml` format of
-    huggingface_hub's EvalResultEntry), one per metric of `headline` (metric name -> its
-    score column): the column's mean over directions in `summary` (summary.csv), on the
-    dataset of the manifest `entry` (the latest), at the commit its revision resolved to, with
-    the metric's signature."""
+def eval_results_refusals(
+    entry: Mapping[str, Any], evaluated: Collection[str], dataset_directions: Collection[str]
+) -> list[str]:
+    """Why the run of the manifest `entry` (the latest) gives no number a model card may show
+    as BOUQuET's: empty for BOUQuET's full test split at a commit of the Hub, read whole
+    (`evaluated`: the directions of scores.csv; `dataset_directions`: the dataset's)."""
+    identity = entry.get("dataset", {})
+    reasons = []
+    if "commit" not in identity:
+        reasons.append(
+            "the dataset was read from a local folder (dataset.path), which is not known to "
+            "be BOUQuET at a commit of the Hub"
+        )
+    else:
+        if identity.get("name") != BOUQUET:
+            reasons.append(f"the dataset is {identity.get('name')}, not {BOUQUET}")
+        if identity.get("split") != "test":
+            reasons.append(f"the split is {identity.get('split')}, not BOUQuET's test split")
+        if not re.fullmatch(r"[0-9a-f]{40}", str(identity["commit"])):
+            reasons.append(f"the dataset revision resolved to {identity['commit']}, not a commit")
+    if entry.get("limit") is not None:
+        reasons.append(f"limit: {entry['limit']} sentences per direction, not every sentence")
+    if not set(dataset_directions) <= set(evaluated):
+        reasons.append(
+            f"{len(set(evaluated) & set(dataset_directions))} of the dataset's "
+            f"{len(set(dataset_directions))} directions were evaluated (directions.list, "
+            "src_langs, tgt_langs or shard select part of them)"
+        )
+    bound = bounds([entry.get("model", {})]) if "translator" in entry.get("model", {}) else {}
+    if bound:
+        reasons.append(
+            f"'{entry['model']['name']}' is a reference point (translator: "
+            f"{entry['model']['translator']}), not a model"
+        )
+    return reasons
+
+
+def eval_results_files(
+    entry: Mapping[str, Any],
+    summary: Path,
+    headline: Mapping[str, str],
+    lower_is_better: Collection[str],
+) -> dict[str, str]:
+    """Hugging Face eval results (the `.eval_results/*.yaml` format of huggingface_hub's
+    EvalResultEntry), one file per metric of `headline` (metric name -> its score column),
+    each of one entry: the column's mean over directions in `summary` (summary.csv), on
+    BOUQuET at the commit the manifest `entry` (the latest) resolved its revision to, as task
+    `<config>_<column>`, so that a leaderboard tells the metrics apart by the dataset and task
+    ids; the date of the run, and in `notes` what the value is and the metric's signature.
+    File name -> its YAML text."""
     import pandas as pd
     import yaml
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
     overall = pd.read_csv(summary).set_index("group_by").loc["all"]
-    dataset = entry["config"]["dataset"]
-    identity = entry.get("dataset", {})
-    results = [
-        EvalResultEntry(
-            dataset_id=dataset["name"],
-            task_id=dataset["config"],
+    identity = entry["dataset"]
+    files = {}
+    for metric, column in headline.items():
+        if column not in overall or metric not in entry.get("metrics", {}):
+            continue
+        better = "lower" if column in lower_is_better else "higher"
+        result = EvalResultEntry(
+            dataset_id=identity["name"],
+            task_id=f"{identity['config']}_{column}",
             value=float(overall[column]),
-            dataset_revision=identity.get("commit"),
+            dataset_revision=identity["commit"],
             date=entry.get("created"),
             notes=(
-                f"{column}: mean over {int(overall['n_directions'])} directions of the "
-                f"{dataset['split']} split"
-                # Where a local copy lies on the submitter's machine is none of the reader's.
-                + (" (a local copy)" if identity.get("path") else "")
-                + f"; signature {entry['metrics'][metric]}"
+                f"{column} ({better} is better): mean over the "
+                f"{int(overall['n_directions'])} directions of the {identity['split']} split; "
+                f"signature {entry['metrics'][metric]}"
             ),
         )
-        for metric, column in headline.items()
-        if column in overall and metric in entry.get("metrics", {})
+        text = yaml.safe_dump(
+            eval_result_entries_to_yaml([result]), sort_keys=False, allow_unicode=True
+        )
+        files[f"{EVAL_RESULTS_PREFIX}{column}.yaml"] = text
+    return files
+
+
+def eval_results_note(
+    model: str, entry: Mapping[str, Any], files: Mapping[str, str], refusals: Sequence[str]
+) -> str:
+    """EVAL_RESULTS.txt: the eval-results files written and what they hold, or why none."""
+    if refusals:
+        return "".join(
+            [
+                f"No Hugging Face eval results for '{model}': a model card would show them as "
+                "BOUQuET's numbers, and this run is not BOUQuET's full test split at a commit "
+                "of the Hub:\n",
+                *(f"- {reason}\n" for reason in refusals),
+            ]
+        )
+    identity = entry["dataset"]
+    lines = [
+        f"Hugging Face eval results for '{model}' on {identity['name']} "
+        f"({identity['config']}, {identity['split']} split) at commit {identity['commit']}: "
+        "one file per metric, one entry each. Copy them into the model repository's "
+        ".eval_results/ folder (nothing is uploaded).\n",
     ]
-    return yaml.safe_dump(eval_result_entries_to_yaml(results), sort_keys=False, allow_unicode=True)
+    import yaml
+
+    for name, text in files.items():
+        (data,) = yaml.safe_load(text)
+        lines.append(f"- {name}: task {data['dataset']['task_id']}, value {data['value']}\n")
+    return "".join(lines)
 
 
 def checksums_text(folder: Path) -> str:
@@ -98,8 +179,14 @@ def write_submission(
     folder: Path,
     archive: Path,
     headline: Mapping[str, str],
-) -> None:
-    """`headline`: each metric's score column, for the eval-results entries."""
+    lower_is_better: Collection[str],
+    dataset_directions: Collection[str],
+) -> str:
+    """`headline`: each metric's score column, for the eval-results entries;
+    `dataset_directions`: every direction of the dataset (only a run of all of them has
+    eval results). What EVAL_RESULTS.txt says."""
+    import pandas as pd
+
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
     entries = manifest.get("entries", [])
     if not entries:
@@ -114,11 +201,23 @@ def write_submission(
             raise FileNotFoundError(f"{source} not found: run the workflow first")
         shutil.copyfile(source, folder / name)
     (folder / COMMANDS).write_text(commands_text(model, entries), encoding="utf-8")
-    (folder / EVAL_RESULTS).write_text(
-        eval_results_text(entries[-1], model_dir / "summary.csv", headline), encoding="utf-8"
+    latest = entries[-1]
+    evaluated = pd.read_csv(model_dir / "scores.csv", usecols=["src_lang", "tgt_lang"])
+    refusals = eval_results_refusals(
+        latest, set(evaluated["src_lang"] + "-" + evaluated["tgt_lang"]), dataset_directions
     )
+    files = (
+        {}
+        if refusals
+        else eval_results_files(latest, model_dir / "summary.csv", headline, lower_is_better)
+    )
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    note = eval_results_note(model, latest, files, refusals)
+    (folder / EVAL_RESULTS_NOTE).write_text(note, encoding="utf-8")
     (folder / CHECKSUMS).write_text(checksums_text(folder), encoding="utf-8")
     write_archive(folder, archive)
+    return note
 
 
 def write_archive(folder: Path, archive: Path) -> None:

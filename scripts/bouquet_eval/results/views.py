@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.languages import LanguageCode
+from bouquet_eval.metrics.records import DEFAULT_DECIMALS, builtin_decimals
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 
 ASSETS = Path(__file__).parent / "assets"
@@ -85,13 +86,17 @@ def results_data(
     lower: set[str],
     primary: str,
     versus: pd.DataFrame | None,
+    decimals: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """What the results page draws, as compact JSON-ready lists.
 
     `scores[metric][model]` is three lists (mean, interval low, interval high) aligned with
     `directions`; `versus` (see `compare.compare_models`) gives each model's difference from
-    the baseline per direction with its raw and corrected p-values.
+    the baseline per direction with its raw and corrected p-values; `decimals` each metric's
+    decimal places, from its record (`leaderboard.report_decimals`; the built-in metrics'
+    where not given).
     """
+    places = {**builtin_decimals(), **(decimals or {})}
     directions = sorted(
         {(s, t) for m in models for s, t in zip(scores_by_model[m]["src_lang"],
                                                scores_by_model[m]["tgt_lang"], strict=True)}
@@ -119,6 +124,7 @@ def results_data(
         "models": list(models),
         "metrics": [c for c in columns if c in scores],
         "lower": sorted(lower),
+        "decimals": {c: places.get(c, DEFAULT_DECIMALS) for c in columns},
         "primary": primary,
         "english": ENGLISH,
         "languages": {

@@ -66,12 +66,14 @@ def dense(values: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Pairs:
     """Pairs of rows (or of candidate scores) for acc-eq: the human and metric differences,
-    the weight column and the segment of each."""
+    the weight column and the segment of each, and its share: what it weighs in its segment's
+    average over items, one over its item's pairs (MTME's average by item)."""
 
     human_delta: np.ndarray
     metric_delta: np.ndarray
     columns: np.ndarray
     segments: np.ndarray
+    share: np.ndarray
 
     @classmethod
     def within_items(
@@ -89,7 +91,14 @@ class Pairs:
             metric[first] - metric[second],
             columns[first],
             segments[first],
+            item_shares(segments[first] * (int(items.max(initial=0)) + 1) + items[first]),
         )
+
+
+def item_shares(item_of_pair: np.ndarray) -> np.ndarray:
+    """Per pair, one over the pairs of its item (a code per pair)."""
+    codes = dense(item_of_pair)
+    return 1.0 / np.bincount(codes)[codes] if codes.size else np.empty(0)
 
 
 def _units(segment: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -334,7 +343,8 @@ class SegmentedRows:
 
 class PairAccuracy:
     """acc-eq's pairs sorted by (segment, gap), for the accuracy of each segment under rows of
-    weights: the right pairs at each candidate epsilon are cumulative sums.
+    weights, averaged over items: each pair counts by its weight times its share, and the
+    right pairs at each candidate epsilon are cumulative sums.
 
     Within a run of equal gaps the pairs that people order and the metric too come first and
     those people tie last, so that the cumulative sum inside a run never exceeds both of its
@@ -350,18 +360,20 @@ class PairAccuracy:
         change = tie.astype(np.int32) - agrees
         order = np.lexsort((change, gap, segment))
         self.columns = pairs.columns[order]
-        self.change = change[order]
+        self.change = (change * pairs.share)[order]
         self.segment_starts = run_starts(segment[order])
         self.present = segment[order][self.segment_starts]
         self.n_segments = n_segments
-        # Per (segment, column): its pairs, and those the metric orders as people do.
+        # Per (segment, column): its items (the shares of its pairs), and the share of them
+        # that the metric orders as people do.
         unit_order, unit_starts, self.unit_segment_starts = _units(segment, pairs.columns)
         self.unit_columns = pairs.columns[unit_order][unit_starts]
-        self.unit_pairs = np.diff(np.r_[unit_starts, segment.size])
+        shares = pairs.share[unit_order]
+        self.unit_items = np.add.reduceat(shares, unit_starts) if unit_starts.size else shares
         self.unit_agreeing = (
-            np.add.reduceat(agrees[unit_order].astype(np.int64), unit_starts)
+            np.add.reduceat(np.where(agrees[unit_order], shares, 0.0), unit_starts)
             if unit_starts.size
-            else unit_starts
+            else shares
         )
 
     def accuracy(self, weights: np.ndarray) -> np.ndarray:
@@ -369,7 +381,7 @@ class PairAccuracy:
         if not self.columns.size:
             return np.full((len(weights), self.n_segments), np.nan)
         unit_weights = np.take(weights, self.unit_columns, axis=1).astype(np.float64)
-        total = np.add.reduceat(unit_weights * self.unit_pairs, self.unit_segment_starts, axis=1)
+        total = np.add.reduceat(unit_weights * self.unit_items, self.unit_segment_starts, axis=1)
         agreeing = np.add.reduceat(
             unit_weights * self.unit_agreeing, self.unit_segment_starts, axis=1
         )
@@ -380,10 +392,10 @@ class PairAccuracy:
         return result
 
     def gain(self, sorted_weights: np.ndarray) -> np.ndarray:
-        """(rows of weights, segments that have pairs): the most right pairs that tying the
-        pairs up to an epsilon gains over tying none, weights given in the sorted order."""
+        """(rows of weights, segments that have pairs): the most right (weighed by share) that
+        tying the pairs up to an epsilon gains over tying none, weights in the sorted order."""
         changes = sorted_weights * self.change
-        cumulative = np.cumsum(changes, axis=1, dtype=np.int32)
+        cumulative = np.cumsum(changes, axis=1)
         top = np.maximum.reduceat(cumulative, self.segment_starts, axis=1)
         base = cumulative[:, self.segment_starts] - changes[:, self.segment_starts]
         return np.maximum(top - base, 0)
@@ -391,8 +403,8 @@ class PairAccuracy:
 
 class SystemCells:
     """The system level of many directions (groups) under many rows of weights: each system's
-    weighted means per direction, and per direction Pearson's r across its systems and its
-    agreeing and compared pairs of systems (MIN_SYSTEMS present or more)."""
+    weighted means per direction, and per direction Pearson's r across its systems (MIN_SYSTEMS
+    present or more) and its agreeing and compared pairs of systems."""
 
     def __init__(
         self,
@@ -435,14 +447,14 @@ class SystemCells:
         with np.errstate(invalid="ignore", divide="ignore"):
             human = np.where(present, (human / sizes).reshape(present.shape), 0.0)
             metric = np.where(present, (metric / sizes).reshape(present.shape), 0.0)
-        counted = present.sum(axis=2) >= MIN_SYSTEMS
         i, j = self.first, self.second
         same = np.sign(human[..., i] - human[..., j]) == np.sign(metric[..., i] - metric[..., j])
         both = present[..., i] & present[..., j]
-        agreeing = np.where(counted, (same & both).sum(axis=2), 0)
-        compared = np.where(counted, both.sum(axis=2), 0)
-        # Pearson's r over the present systems of each direction.
+        agreeing = (same & both).sum(axis=2)
+        compared = both.sum(axis=2)
+        # Pearson's r over the present systems of each direction that has MIN_SYSTEMS.
         systems = present.sum(axis=2)
+        counted = systems >= MIN_SYSTEMS
         with np.errstate(invalid="ignore", divide="ignore"):
             dx = np.where(present, metric - (metric.sum(axis=2) / systems)[..., None], 0.0)
             dy = np.where(present, human - (human.sum(axis=2) / systems)[..., None], 0.0)

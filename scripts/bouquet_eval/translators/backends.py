@@ -44,8 +44,15 @@ class Setting:
         return self.default == _REQUIRED
 
 
-def _setting(schema: Mapping[str, Any], default: Any = _REQUIRED, operational: bool = False):
-    return Setting(MappingProxyType(dict(schema)), default, operational)
+def _setting(
+    schema: Mapping[str, Any],
+    default: Any = _REQUIRED,
+    operational: bool = False,
+    description: str | None = None,
+) -> Setting:
+    """`description`: what it means, for the schema and config/README.md (`make docs`)."""
+    described = {**schema, **({"description": description} if description else {})}
+    return Setting(MappingProxyType(described), default, operational)
 
 
 @dataclass(frozen=True)
@@ -98,22 +105,43 @@ class Backend:
 
 _STRING = {"type": "string", "minLength": 1}
 _OPTIONAL_STRING = {"type": ["string", "null"]}
-_MODEL = {**_STRING, "description": "Hub id or local directory of the model."}
-_REVISION = {**_OPTIONAL_STRING, "description": "Hub revision (a commit for reproducibility)."}
+_MODEL = {**_STRING, "description": "Hub id or folder of the model."}
+_REVISION = {**_OPTIONAL_STRING, "description": "Hub revision (pin a commit)."}
 _DTYPE = {"type": "string", "enum": list(DTYPES)}
-_GENERATION = {
-    "temperature": _setting({"type": "number", "minimum": 0}, 0.0),
-    "seed": _setting({"type": ["integer", "null"]}, 0),
-    "system_prompt": _setting(_OPTIONAL_STRING, None),
-}
+_TEMPERATURE = _setting(
+    {"type": "number", "minimum": 0}, 0.0, description="Sampling temperature (0: greedy)."
+)
+_SYSTEM_PROMPT = _setting(
+    _OPTIONAL_STRING, None, description="A system message before each prompt."
+)
+_SEED = {"type": ["integer", "null"]}
 _SEQ2SEQ_SETTINGS = {
     "model": _setting(_MODEL),
     "revision": _setting(_REVISION, None),
-    "device": _setting({"type": "string", "pattern": _DEVICE_PATTERN}, "auto", operational=True),
-    "dtype": _setting(_DTYPE, "auto"),
-    "batch_size": _setting({"type": "integer", "minimum": 1}, 16, operational=True),
-    "num_beams": _setting({"type": "integer", "minimum": 1}, 1),
-    "max_new_tokens": _setting({"type": "integer", "minimum": 1}, 256),
+    "device": _setting(
+        {"type": "string", "pattern": _DEVICE_PATTERN},
+        "auto",
+        operational=True,
+        description="`auto` (a GPU when there is one), `cpu`, `cuda` or `cuda:N`.",
+    ),
+    "dtype": _setting(
+        _DTYPE,
+        "auto",
+        description="`auto` (bfloat16 on a GPU, float32 on the CPU), `float32`, `bfloat16`, "
+        "`float16`.",
+    ),
+    "batch_size": _setting(
+        {"type": "integer", "minimum": 1},
+        16,
+        operational=True,
+        description="Sentences per batch (sorted by length).",
+    ),
+    "num_beams": _setting(
+        {"type": "integer", "minimum": 1}, 1, description="Beam size (1: greedy)."
+    ),
+    "max_new_tokens": _setting(
+        {"type": "integer", "minimum": 1}, 256, description="Longest output, in tokens."
+    ),
 }
 _SEQ2SEQ = "bouquet_eval.translators.hf_seq2seq"
 
@@ -144,7 +172,7 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
         ),
         "provided": Backend(
             "bouquet_eval.translators.provided:ProvidedTranslations",
-            {"path": _setting(_STRING)},
+            {"path": _setting(_STRING, description="The folder of `<src>-<tgt>.jsonl` files.")},
             takes_prompts=False,
             takes_limit=True,
         ),
@@ -152,29 +180,77 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
             "bouquet_eval.translators.openai_chat:OpenAIChatTranslator",
             {
                 "model": _setting({**_STRING, "description": "The served model's name."}),
-                "base_url": _setting(_OPTIONAL_STRING, None),
+                "base_url": _setting(
+                    _OPTIONAL_STRING,
+                    None,
+                    description="The endpoint (`null`: `OPENAI_BASE_URL`, else OpenAI's).",
+                ),
                 "api_key_env": _setting(
                     {"type": ["string", "null"], "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
                     "OPENAI_API_KEY",
                     operational=True,
+                    description="The *name* of the variable holding the key; `null` for "
+                    "servers without keys.",
                 ),
-                "max_tokens": _setting({"type": ["integer", "null"], "minimum": 1}, None),
-                **_GENERATION,
-                "extra_body": _setting({"type": ["object", "null"]}, None),
-                "concurrency": _setting({"type": "integer", "minimum": 1}, 16, operational=True),
+                "max_tokens": _setting(
+                    {"type": ["integer", "null"], "minimum": 1},
+                    None,
+                    description="Longest answer, in tokens (`null`: the server's limit).",
+                ),
+                "temperature": _TEMPERATURE,
+                "seed": _setting(
+                    _SEED, 0, description="Sampling seed, where the server honours one."
+                ),
+                "system_prompt": _SYSTEM_PROMPT,
+                "extra_body": _setting(
+                    {"type": ["object", "null"]},
+                    None,
+                    description="Vendor parameters sent as they are (e.g. `top_k`, "
+                    "`chat_template_kwargs`).",
+                ),
+                "concurrency": _setting(
+                    {"type": "integer", "minimum": 1},
+                    16,
+                    operational=True,
+                    description="Requests in flight at once.",
+                ),
                 "timeout": _setting(
-                    {"type": "number", "exclusiveMinimum": 0}, 60.0, operational=True
+                    {"type": "number", "exclusiveMinimum": 0},
+                    60.0,
+                    operational=True,
+                    description="Seconds to wait for one answer.",
                 ),
-                "max_retries": _setting({"type": "integer", "minimum": 0}, 6, operational=True),
+                "max_retries": _setting(
+                    {"type": "integer", "minimum": 0},
+                    6,
+                    operational=True,
+                    description="Attempts after the first for one prompt (in `batch` mode: "
+                    "later batches for a request a batch did not answer).",
+                ),
                 # Both modes give the same answers from the same server, and share the cache.
                 "mode": _setting(
-                    {"type": "string", "enum": ["online", "batch"]}, "online", operational=True
+                    {"type": "string", "enum": ["online", "batch"]},
+                    "online",
+                    operational=True,
+                    description="`online`: one request per prompt, `concurrency` at a time; "
+                    "`batch`: the Batch API (about half the price, answers within 24 hours; "
+                    "see docs/api-models.md). Both give the same translations and share the "
+                    "cache.",
                 ),
                 "batch_poll_interval": _setting(
-                    {"type": "number", "exclusiveMinimum": 0}, 30.0, operational=True
+                    {"type": "number", "exclusiveMinimum": 0},
+                    30.0,
+                    operational=True,
+                    description="Seconds before the first look at new batches; the wait "
+                    "doubles after each look, up to 5 minutes.",
                 ),
                 "batch_wait": _setting(
-                    {"type": ["number", "null"], "minimum": 0}, None, operational=True
+                    {"type": ["number", "null"], "minimum": 0},
+                    None,
+                    operational=True,
+                    description="Seconds a translate job waits for its batches before it "
+                    "stops, keeping what is done; the same command run later picks the batches "
+                    "up. `null`: wait until they end.",
                 ),
             },
             environment="api",
@@ -187,16 +263,41 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
             {
                 "model": _setting(_MODEL),
                 "revision": _setting(_REVISION, None),
-                "tensor_parallel_size": _setting({"type": "integer", "minimum": 1}, 1),
-                "dtype": _setting(_DTYPE, "auto"),
-                "max_model_len": _setting({"type": ["integer", "null"], "minimum": 1}, None),
-                "gpu_memory_utilization": _setting(
-                    {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, 0.9, operational=True
+                "tensor_parallel_size": _setting(
+                    {"type": "integer", "minimum": 1},
+                    1,
+                    description="GPUs one copy of the model spans (and a translate job asks for).",
                 ),
-                "max_tokens": _setting({"type": "integer", "minimum": 1}, 512),
-                **_GENERATION,
-                "deterministic": _setting({"type": "boolean"}, False),
-                "engine_args": _setting({"type": ["object", "null"]}, None),
+                "dtype": _setting(
+                    _DTYPE, "auto", description="`auto`, `float32`, `bfloat16` or `float16`."
+                ),
+                "max_model_len": _setting(
+                    {"type": ["integer", "null"], "minimum": 1},
+                    None,
+                    description="Context length (`null`: the model's).",
+                ),
+                "gpu_memory_utilization": _setting(
+                    {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                    0.9,
+                    operational=True,
+                    description="Share of GPU memory vLLM may take.",
+                ),
+                "max_tokens": _setting(
+                    {"type": "integer", "minimum": 1}, 512, description="Longest answer, in tokens."
+                ),
+                "temperature": _TEMPERATURE,
+                "seed": _setting(_SEED, 0, description="Sampling seed."),
+                "system_prompt": _SYSTEM_PROMPT,
+                "deterministic": _setting(
+                    {"type": "boolean"},
+                    False,
+                    description="Run-to-run reproducibility on the same hardware, at some speed.",
+                ),
+                "engine_args": _setting(
+                    {"type": ["object", "null"]},
+                    None,
+                    description="Further arguments of `vllm.LLM`, passed as they are.",
+                ),
             },
             environment="vllm",
             gpus_setting="tensor_parallel_size",
@@ -208,7 +309,14 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
         "madlad": _seq2seq("MadladTranslator", f"{_SEQ2SEQ}:madlad_prompt"),
         "aya": _seq2seq(
             "AyaTranslator",
-            extra_settings={"allow_untrained_languages": _setting({"type": "boolean"}, False)},
+            extra_settings={
+                "allow_untrained_languages": _setting(
+                    {"type": "boolean"},
+                    False,
+                    description="Also translate languages outside Aya-101's 101 training "
+                    "languages.",
+                )
+            },
         ),
     }
 )

@@ -10,7 +10,7 @@
   if (data.versus) state.system = Object.keys(data.versus.systems)[0];
 
   function decimals(metric) {
-    return ["chrfpp", "bleu", "ter", "metricx"].includes(metric) ? 2 : 3;
+    return data.decimals[metric];  // from the metric's record (results.views.results_data)
   }
 
   function number(value, metric) {
