@@ -89,6 +89,13 @@ FLAGS = [
     ((*VLLM, "--cometkiwi-device", "cuda:1"), "cometkiwi.device", "cuda:1"),
     ((*VLLM, "--xcomet-model", "Unbabel/XCOMET-XXL"), "xcomet.model", "Unbabel/XCOMET-XXL"),
     ((*VLLM, "--xcomet-device", "cpu"), "xcomet.device", "cpu"),
+    ((*VLLM, "--metricx-tokenizer", "google/mt5-xxl"), "metricx.tokenizer", "google/mt5-xxl"),
+    ((*VLLM, "--blaser-encoder", "org/sonar"), "blaser.encoder", "org/sonar"),
+    ((*VLLM, "--blaser-checkpoint", "org/blaser"), "blaser.checkpoint", "org/blaser"),
+    ((*VLLM, "--blaser-device", "cpu"), "blaser.device", "cpu"),
+    ((*VLLM, "--blaser-qe-encoder", "org/sonar"), "blaser_qe.encoder", "org/sonar"),
+    ((*VLLM, "--blaser-qe-checkpoint", "org/qe"), "blaser_qe.checkpoint", "org/qe"),
+    ((*VLLM, "--blaser-qe-device", "cuda:1"), "blaser_qe.device", "cuda:1"),
     ((*VLLM, "--environment", "comet=/envs/comet/bin/python", "--environment",
       "metrics=/envs/m/bin/python"), "environments",
      {"comet": "/envs/comet/bin/python", "metrics": "/envs/m/bin/python"}),
@@ -145,20 +152,31 @@ def test_the_reference_lists_no_flag_left_untested() -> None:
 def test_paths_given_to_the_command_mean_what_they_meant_where_it_was_typed(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """A COMET checkpoint folder and an environment's Python, relative to where the command
-    is typed, in its flags and in configuration given to Snakemake after `--`; hub ids stay."""
+    """A COMET checkpoint folder, BLASER's encoder folder and environments' Pythons, relative
+    to where the command is typed, in its flags and in configuration given to Snakemake after
+    `--`; hub ids stay."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ckpt").mkdir()
+    (tmp_path / "sonar").mkdir()
     config = configured(
-        "run", *VLLM, "--metrics", "chrf,comet,xcomet", "--comet-model", "ckpt",
+        "run", *VLLM, "--metrics", "chrf,comet,xcomet,blaser", "--comet-model", "ckpt",
         "--xcomet-model", "Unbabel/XCOMET-XL", "--environment", "comet=.venv-comet/bin/python",
+        "--blaser-encoder", "sonar", "--environment", "blaser=../blaser/bin/python",
         folder=tmp_path / "runs" / "m",
     )  # fmt: skip
     assert config["comet"]["model"] == str(tmp_path / "ckpt")
     assert config["xcomet"]["model"] == "Unbabel/XCOMET-XL"
-    assert config["environments"] == {"comet": str(tmp_path / ".venv-comet/bin/python")}
+    assert config["blaser"]["encoder"] == str(tmp_path / "sonar")
+    assert config["environments"] == {
+        "comet": str(tmp_path / ".venv-comet/bin/python"),
+        "blaser": str(tmp_path / "../blaser/bin/python"),
+    }
     mine = tmp_path / "mine.yaml"
-    mine.write_text(yaml.safe_dump({"comet": {"model": "./ckpt", "device": "cpu"}}))
+    mine.write_text(
+        yaml.safe_dump(
+            {"comet": {"model": "./ckpt", "device": "cpu"}, "blaser_qe": {"encoder": "sonar"}}
+        )
+    )
     folder = tmp_path / "runs" / "m"
     extra = paths_made_absolute(
         ["--config", "environments={comet: .venv-comet/bin/python}", "limit=2",
@@ -174,6 +192,7 @@ def test_paths_given_to_the_command_mean_what_they_meant_where_it_was_typed(
         "model": str(tmp_path / "ckpt"),
         "device": "cpu",
     }
+    assert yaml.safe_load(copied.read_text())["blaser_qe"] == {"encoder": str(tmp_path / "sonar")}
     assert copied.read_text().startswith(f"# {mine.absolute()}, with its paths made absolute")
     # A file without a relative path is given as it is.
     plain = tmp_path / "plain.yaml"

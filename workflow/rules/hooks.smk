@@ -16,6 +16,7 @@ from bouquet_eval.core.secrets import redact_command
 from bouquet_eval.data.prefetch import check_hub_needs
 from bouquet_eval.planning.checks import (
     check_own_objects,
+    error_line,
     refuse_unset_api_keys,
     stop_planning,
     translating_models,
@@ -111,11 +112,14 @@ def refuse_environments_without_their_modules(jobs):
     environments = metric_environments(families)
     if "verify_model" in rules:
         environments.setdefault(METRIC_SET.joint_environment(), []).extend(PLAN.metrics)
-    for problem in environment_problems(environments):
-        stopped = f"{problem}. No job was started."
-        stop_planning(
-            ConfigError(stopped, problem.key, problem.key_is_set), workflow.configfiles
-        )
+    problems = environment_problems(environments)
+    # Each environment's problem on a line of its own, so that one run names all there are.
+    for problem in problems[:-1]:
+        print(error_line(problem, workflow.configfiles), file=sys.stderr)
+    if problems:
+        last = problems[-1]
+        stopped = f"{last}. No job was started."
+        stop_planning(ConfigError(stopped, last.key, last.key_is_set), workflow.configfiles)
 
 
 def refuse_unusable_own_objects(jobs):

@@ -19,7 +19,7 @@ from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
 from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
-from bouquet_eval.metrics.records import RECORDS
+from bouquet_eval.metrics.records import RECORDS, SHARED_ENVIRONMENTS
 from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
@@ -144,31 +144,34 @@ _TRANSLATION = (
 
 
 def _metric_flags() -> tuple[Flag, ...]:
-    """`--<metric>-model` and `--<metric>-device` of every built-in metric whose record has
-    those settings (MetricX's, GlotLID's and the COMET family's), from its record."""
+    """The flags of every built-in metric's models, device and reference-free switch, from its
+    record (`MetricRecord.flags`: `--metricx-model`, `--blaser-encoder`, `--comet-device`)."""
     flags = []
     for name, record in RECORDS.items():
         settings = record.settings or {}
-        if "model" in settings:
+        what = record.summary.split(":")[0]
+        for flag, setting in record.flags():
+            if setting == record.qe_setting:
+                kind: dict[str, Any] = {"help": "reference-free (quality estimation)", **_SWITCH}
+            elif setting == record.device_setting:
+                kind = {"help": "auto, cpu, cuda or cuda:N", "metavar": "DEVICE"}
+            else:
+                kind = {"help": f"{what}: its {setting} (hub id, or a path where the command is "
+                        "typed)", "metavar": "NAME"}  # fmt: skip
             flags.append(
-                _flag(f"--{name}-model", help=f"{record.summary.split(':')[0]}: the model "
-                      "(hub id, or a path where the command is typed)",
-                      default=settings["model"]["default"], key=f"{name}.model",
-                      metavar="NAME")
-            )  # fmt: skip
-        if record.device_setting:
-            flags.append(
-                _flag(f"--{name}-device", help="auto, cpu, cuda or cuda:N",
-                      default=settings[record.device_setting]["default"],
-                      key=f"{name}.{record.device_setting}", metavar="DEVICE")
-            )  # fmt: skip
-        if record.qe_setting:
-            flags.append(
-                _flag(f"--{name}-qe", help="reference-free (quality estimation)",
-                      default=settings[record.qe_setting]["default"],
-                      key=f"{name}.{record.qe_setting}", **_SWITCH)
-            )  # fmt: skip
+                _flag(flag, default=settings[setting]["default"], key=f"{name}.{setting}", **kind)
+            )
     return tuple(flags)
+
+
+def _own_environments() -> str:
+    """The environments of metrics whose packages cannot live beside the workflow's, and
+    their metrics: "comet for comet, cometkiwi, xcomet; blaser for ..."."""
+    environments: dict[str, list[str]] = {}
+    for name, record in RECORDS.items():
+        if record.environment not in SHARED_ENVIRONMENTS:
+            environments.setdefault(record.environment, []).append(name)
+    return "; ".join(f"{env} for {', '.join(names)}" for env, names in environments.items())
 
 
 _SCORING = (
@@ -177,8 +180,9 @@ _SCORING = (
           metavar="LIST"),
     *_metric_flags(),
     _flag("--environment", help="the Python of the software environment a family of metrics "
-          "runs in (repeatable), e.g. comet=.venv-comet/bin/python for COMET, CometKiwi and "
-          "xCOMET, whose packages cannot live beside the workflow's (docs/metrics-comet.md)",
+          "runs in (repeatable), e.g. comet=.venv-comet/bin/python, for the metrics whose "
+          f"packages cannot live beside the workflow's: {_own_environments()} "
+          "(docs/metrics.md#score-jobs)",
           default="Snakemake's own Python", key="environments.NAME", action="append",
           metavar="NAME=PYTHON"),
 )  # fmt: skip

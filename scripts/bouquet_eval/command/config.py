@@ -187,16 +187,12 @@ def _paths_made_absolute(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-MODEL_SETTINGS = ("model", "tokenizer")
-"""Settings of a metric's section that name a model: a hub id, or a path."""
-
-
 def given_paths_made_absolute(given: Mapping[str, Any]) -> dict[str, Any]:
     """A part of the configuration given to the command itself (a file or a `--config` item
     after `--`), with every path in it made absolute where the command was typed, as the
     flags' are: the dataset, judgements, received submissions, environments' Pythons,
     `python_path`, the models' paths and their translators' and prompt functions' arguments
-    (see `_paths_made_absolute`), and the models the metrics load (`MODEL_SETTINGS`) where
+    (see `_paths_made_absolute`), and the models the metrics load (`MetricRecord.model_settings`) where
     they name a path (written as one or existing there, not a hub id)."""
     config = copy.deepcopy(dict(given))
 
@@ -218,10 +214,10 @@ def given_paths_made_absolute(given: Mapping[str, Any]) -> dict[str, Any]:
             _model_paths_made_absolute(entry) if isinstance(entry, dict) else entry
             for entry in config["models"]
         ]
-    for name in RECORDS:
+    for name, record in RECORDS.items():
         section = config.get(name)
         if isinstance(section, dict):
-            for setting in MODEL_SETTINGS:
+            for setting in record.model_settings:
                 if isinstance(section.get(setting), str):
                     section[setting] = _absolute_paths(section[setting])
     return config
@@ -402,15 +398,17 @@ def importable_from(config: dict[str, Any], folder: Path) -> None:
 
 
 def _metric_settings(args: Any, config: dict[str, Any]) -> None:
-    """The settings `--<metric>-model`, `--<metric>-device` and `--<metric>-qe` give (a
-    model's path made absolute where the command was typed)."""
+    """The settings the metrics' flags give (`MetricRecord.flags`; a model's path made
+    absolute where the command was typed)."""
     for name, record in RECORDS.items():
-        for setting in ("model", record.device_setting, record.qe_setting):
-            value = _given(args, f"{name}_{setting}") if setting else None
+        for flag, setting in record.flags():
+            value = _given(args, flag.removeprefix("--").replace("-", "_"))
             if value is None or value is False:
                 continue
             section = config.setdefault(name, {})
-            section[setting] = _absolute_paths(value) if setting == "model" else value
+            section[setting] = (
+                _absolute_paths(value) if setting in record.model_settings else value
+            )
 
 
 def runs_config(runs: Path) -> dict[str, Any]:

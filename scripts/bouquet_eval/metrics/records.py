@@ -174,6 +174,21 @@ class MetricRecord:
     def score_columns(self) -> tuple[str, ...]:
         return tuple(column for column in self.columns if column not in self.label_columns)
 
+    @property
+    def model_settings(self) -> tuple[str, ...]:
+        """The settings that name a model it loads (a hub id, or a path): those of `models`."""
+        defaults = {key: schema["default"] for key, schema in (self.settings or {}).items()}
+        return tuple(dict.fromkeys(files.setting for files in self.models(defaults)))
+
+    def flags(self) -> tuple[tuple[str, str], ...]:
+        """Its command-line flags and the settings they set: `--<metric>-<setting>` for each
+        model it loads, its device and its reference-free switch (`--blaser-qe-encoder`)."""
+        settings = [*self.model_settings, self.device_setting, self.qe_setting]
+        stem = self.name.replace("_", "-")
+        return tuple(
+            (f"--{stem}-{setting.replace('_', '-')}", setting) for setting in settings if setting
+        )
+
 
 @dataclass(frozen=True)
 class CompositeRecord:
@@ -338,6 +353,7 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
         # to about 1e-6.
         tolerances={name: 0.05},
         environment="blaser",
+        modules=("sonar", "fairseq2", "torch"),
         device_setting="device",
         # The encoder's computation on the CPU; tokenizing and batching beside a GPU.
         cpus=4,
