@@ -116,6 +116,19 @@ def test_the_run_page_shows_the_dataset_that_was_read() -> None:
     assert "name: facebook/bouquet" in hub and "revision: v1" in hub and "path:" not in hub
 
 
+def test_the_run_page_shows_the_settings_of_the_metrics_computed_only() -> None:
+    config = {
+        "metrics": ["chrf", "comet"],
+        "comet": {"model": "Unbabel/wmt22-comet-da"},
+        "metricx": {"model": "google/metricx-24-hybrid-xl-v2p6"},
+        "blaser": {"encoder": "facebook/SONAR"},
+        "limit": 2,
+    }
+    shown = run_page(config, {})
+    assert "Unbabel/wmt22-comet-da" in shown and "limit: 2" in shown
+    assert "metricx" not in shown and "blaser" not in shown
+
+
 def test_languages_have_names_scripts_and_regions() -> None:
     swahili = describe_language("swh_Latn")
     assert (swahili.name, swahili.script, swahili.region) == ("Swahili", "Latin", "Tanzania")

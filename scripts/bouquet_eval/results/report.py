@@ -21,7 +21,7 @@ import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
-from bouquet_eval.metrics.records import builtin_ranges
+from bouquet_eval.metrics.records import RECORDS, builtin_ranges
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 from bouquet_eval.results.compare import POOLED, compare_models
 from bouquet_eval.results.extracts import ReportExtract, finite_values, from_extracts, violin_of
@@ -453,10 +453,13 @@ def dataset_in_use(dataset: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_page(config: dict[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
-    """The configuration of the run and each model's latest manifest entry, in full."""
+    """The configuration of the run (without the settings of built-in metrics it does not
+    compute) and each model's latest manifest entry, in full."""
     import yaml
 
-    shown = {**config, "dataset": dataset_in_use(config.get("dataset") or {})}
+    unused = set(RECORDS) - set(config.get("metrics") or ())
+    shown = {key: value for key, value in config.items() if key not in unused}
+    shown["dataset"] = dataset_in_use(config.get("dataset") or {})
     sections = [
         "<h2>Configuration</h2>",
         f"<pre>{html.escape(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))}</pre>",
