@@ -240,13 +240,17 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
     settings = Settings(bootstrap_resamples=40, permutation_trials=60, decide_by="kendall")
     scores = {m: table[m].to_numpy() for m in ("close", "far")}
     frame = correlations(table, scores, settings)
-    assert set(frame["name"]) == {*DIRECTIONS, "all", "into_english", "out_of_english"}
+    pools = {"all", "into_english", "out_of_english", "without_english"}
+    assert set(frame["name"]) == {*DIRECTIONS, *pools}
     direction = table["src_lang"] + "-" + table["tgt_lang"]
     scope_rows = {
         **{name: table[direction == name] for name in DIRECTIONS},
         "all": table,
         "into_english": table[table["tgt_lang"] == "eng_Latn"],
         "out_of_english": table[table["src_lang"] == "eng_Latn"],
+        "without_english": table[
+            (table["src_lang"] != "eng_Latn") & (table["tgt_lang"] != "eng_Latn")
+        ],
     }
     for record in frame.itertuples():
         part = scope_rows[record.name]
@@ -255,7 +259,7 @@ def test_correlations_csv_rows_equal_independent_computations() -> None:
             assert abs(getattr(record, statistic) - value) < TOLERANCE, (record.name, statistic)
     # The known structure: the close metric is best everywhere, significantly after correction.
     best = frame[frame["best"]]
-    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 7
+    assert list(best["metric"]) == ["close"] * len(best) == ["close"] * 8
     tested = frame[~frame["best"]]
     assert tested["best_significantly_better"].all()
     assert np.allclose(tested["p_vs_best_adjusted"], benjamini_hochberg(tested["p_vs_best"]))
@@ -736,7 +740,8 @@ def correlations_at_scale(directions: list[Direction], seed: int = 0) -> pd.Data
             )
     seen = pd.DataFrame(records).query("metric == 'metricx'")["trained_on_languages"].astype(bool)
     count = {"all": len(directions), "inside": int(seen.sum()), "outside": int((~seen).sum())}
-    pools = [("pooled", pool) for pool in ("all", "into_english", "out_of_english")]
+    pooled = ("all", "into_english", "out_of_english", "without_english")
+    pools = [("pooled", pool) for pool in pooled]
     # MetricX and the composite share their training languages, and so their pools.
     pools += [
         ("training", f"{where}:metricx,glotlid_x_metricx") for where in count if where != "all"
@@ -843,10 +848,12 @@ def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
             pools = await page.evaluate(
                 "[...document.querySelectorAll('#pooled tbody tr')].map((r) => r.innerText)"
             )
-            # Every direction, into and out of English, then inside and outside the training
-            # languages of MetricX (and of the composite, which shares them).
-            assert len(pools) == 5 and pools[0].startswith("all directions\t1062\t")
-            assert pools[3].startswith("inside the training languages of metricx, glotlid")
+            # Every direction, into and out of English, between two other languages (BOUQuET's
+            # 528 regional pairs), then inside and outside the training languages of MetricX
+            # (and of the composite, which shares them).
+            assert len(pools) == 6 and pools[0].startswith("all directions\t1062\t")
+            assert pools[3].startswith("between two other languages\t528\t")
+            assert pools[4].startswith("inside the training languages of metricx, glotlid")
             unseen = sum(bool(row["unseen_by"]) for row in data["directions"])
             assert 0 < unseen < len(directions)
             await page.screenshot(shots / "metaeval-all.png")

@@ -70,21 +70,25 @@ POOL_LABELS = {
     "all": "all directions",
     "into_english": "into English",
     "out_of_english": "out of English",
+    "without_english": "between two other languages",
     "inside": "inside the training languages of {}",
     "outside": "outside the training languages of {}",
 }
 
 
 def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """Each pool (every direction, into and out of English, inside and outside each learned
-    metric's training languages): how many directions and segments, and every metric's
-    agreement there, the best marked."""
+    """Each pool (every direction, into and out of English, between two other languages, inside
+    and outside each learned metric's training languages): how many directions and segments,
+    and every metric's agreement there, the best marked."""
     directions = frame[frame["scope"] == "direction"].drop_duplicates("name")
     per_direction = frame[frame["scope"] == "direction"]
     counts = {
         "all": len(directions),
         "into_english": int((directions["tgt_lang"] == ENGLISH).sum()),
         "out_of_english": int((directions["src_lang"] == ENGLISH).sum()),
+        "without_english": int(
+            ((directions["src_lang"] != ENGLISH) & (directions["tgt_lang"] != ENGLISH)).sum()
+        ),
     }
     found = []
     pools = frame[frame["scope"].isin(["pooled", "training"])]
