@@ -593,6 +593,29 @@ def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dat
     assert error in log.read_text() and "Traceback" not in log.read_text()
 
 
+def test_metrics_without_their_environments_are_named_before_any_job(tmp_path: Path) -> None:
+    """COMET and BLASER asked for on the command line, in a Python that has neither: each
+    environment's line names the flag to add, and no job starts (the workflow's environment
+    holds neither unbabel-comet nor sonar-space)."""
+    result = command(
+        tmp_path, "run", "--translator", "copy-source", "--all", "--metrics",
+        "chrf,comet,blaser", "--dataset-path", str(SAMPLE), "--output-dir", "runs/mine",
+    )  # fmt: skip
+    assert result.returncode == 1
+    said = [line for line in result.stderr.splitlines() if "software environment" in line]
+    assert [re.sub(r"\(/\S+\)", "(PYTHON)", line) for line in said] == [
+        "bouquet-eval: metric comet scores in the software environment 'comet' "
+        "(envs/comet.yaml), and this Python (PYTHON) has no module comet: give that "
+        "environment's Python with --environment comet=PYTHON (docs/metrics.md#score-jobs), "
+        "or run with --sdm conda",
+        "bouquet-eval: metric blaser scores in the software environment 'blaser' "
+        "(envs/blaser.yaml), and this Python (PYTHON) has no module sonar, fairseq2: give that "
+        "environment's Python with --environment blaser=PYTHON (docs/metrics.md#score-jobs), "
+        "or run with --sdm conda. No job was started.",
+    ]
+    assert not list((tmp_path / "runs" / "mine").glob("*.jsonl"))
+
+
 def test_a_secret_in_the_flags_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     secret = "sk-flag-secret-0001"
     kwargs = f'{{"record": "r.txt", "api_key": "{secret}"}}'
