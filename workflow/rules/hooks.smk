@@ -119,7 +119,9 @@ def refuse_environments_without_their_modules(jobs):
     if problems:
         last = problems[-1]
         stopped = f"{last}. No job was started."
-        stop_planning(ConfigError(stopped, last.key, last.key_is_set), workflow.configfiles)
+        stop_planning(
+            ConfigError(stopped, last.key, last.key_is_set), workflow.configfiles
+        )
 
 
 def refuse_unusable_own_objects(jobs):

@@ -192,8 +192,9 @@ def given_paths_made_absolute(given: Mapping[str, Any]) -> dict[str, Any]:
     after `--`), with every path in it made absolute where the command was typed, as the
     flags' are: the dataset, judgements, received submissions, environments' Pythons,
     `python_path`, the models' paths and their translators' and prompt functions' arguments
-    (see `_paths_made_absolute`), and the models the metrics load (`MetricRecord.model_settings`) where
-    they name a path (written as one or existing there, not a hub id)."""
+    (see `_paths_made_absolute`), and the models the metrics load
+    (`MetricRecord.model_settings`) where they name a path (written as one or existing there,
+    not a hub id)."""
     config = copy.deepcopy(dict(given))
 
     def always(value: Any) -> Any:
@@ -406,9 +407,7 @@ def _metric_settings(args: Any, config: dict[str, Any]) -> None:
             if value is None or value is False:
                 continue
             section = config.setdefault(name, {})
-            section[setting] = (
-                _absolute_paths(value) if setting in record.model_settings else value
-            )
+            section[setting] = _absolute_paths(value) if setting in record.model_settings else value
 
 
 def runs_config(runs: Path) -> dict[str, Any]:

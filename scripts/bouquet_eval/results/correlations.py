@@ -100,8 +100,9 @@ def scopes(
         "into_english": (table["tgt_lang"] == ENGLISH).to_numpy(),
         "out_of_english": (table["src_lang"] == ENGLISH).to_numpy(),
         # BOUQuET's regional pairs: about half its directions.
-        "without_english": ((table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH))
-        .to_numpy(),
+        "without_english": (
+            (table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH)
+        ).to_numpy(),
     }
     found += [("pooled", name, mask) for name, mask in pools.items() if mask.any()]
     # Learned metrics whose models saw the same directions share their scopes.
