@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,51 @@ def timed(device: str, work: Callable[[], Result]) -> tuple[Timed, Result]:
     return Timed(seconds, peak), result
 
 
+@dataclass(frozen=True)
+class Repeated:
+    """The same work timed several times in a row, after it ran once untimed or timed apart
+    (`cold`): what a steady state is measured from."""
+
+    seconds: list[float]
+    peak_gib: float | None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def spread(self) -> str:
+        """The median with the least and the largest, and the range as a share of the median."""
+        low, high = min(self.seconds), max(self.seconds)
+        return (
+            f"{self.median:.3f} s ({low:.3f}-{high:.3f}, spread "
+            f"{100 * (high - low) / self.median:.1f}%)"
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "median_s": self.median, "peak_gib": self.peak_gib}
+
+
+def repeated(device: str, work: Callable[[], Result], times: int) -> tuple[Repeated, Result]:
+    """`work()` timed `times` times in a row (as `timed` times it); the last result."""
+    runs = [timed(device, work) for _ in range(times)]
+    peaks = [run.peak_gib for run, _ in runs if run.peak_gib is not None]
+    return Repeated([run.seconds for run, _ in runs], max(peaks) if peaks else None), runs[-1][1]
+
+
+BF16_PEAK_TFLOPS = {"H100": 989.4, "H200": 989.4, "A100": 312.0, "L40S": 362.1, "L4": 121.0}
+"""NVIDIA's dense bfloat16 figures (without sparsity) of SXM parts, by name."""
+
+
+def bf16_peak_tflops(device: str) -> float | None:
+    """The card's dense bfloat16 peak, from its name (None where the name is not known)."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((peak for key, peak in BF16_PEAK_TFLOPS.items() if key in name), None)
+
+
 def plan_record(name: str, took: Timed, segments: int, **measured: Any) -> dict[str, Any]:
     """A plan's line, printed, and its record: seconds, segments per second, peak memory and
     what else the benchmark `measured`."""
@@ -77,6 +123,32 @@ def plan_record(name: str, took: Timed, segments: int, **measured: Any) -> dict[
         "peak_gib": took.peak_gib,
         **measured,
     }
+
+
+def matmul_tflops(device: str) -> float | None:
+    """An 8192^3 bfloat16 matrix product's rate: what the card reaches on plain products."""
+    import torch
+
+    if device != "cuda":
+        return None
+    a, b = (torch.randn(8192, 8192, device=device, dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    took, _ = timed(device, lambda: [a @ b for _ in range(10)])
+    return 10 * 2 * 8192**3 / took.seconds / 1e12
+
+
+def child_json(script: str, *arguments: str, env: dict[str, str] | None = None) -> Any:
+    """What `script --child arguments` printed last, as JSON: a benchmark's step measured in a
+    process of its own."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, script, "--child", *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if completed.returncode:
+        raise RuntimeError(completed.stderr[-3000:])
+    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 def is_out_of_memory(error: BaseException) -> bool:

@@ -1,7 +1,8 @@
 """MetricX-24 XL's achieved FLOP/s on a GPU, against the card's bfloat16 peak, and what each
 change to the model's eager code buys, measured side by side in one run.
 
-    python benchmarks/metricx_flops.py [--segments 4096] [--budget 16384] [--output flops.json]
+    python benchmarks/metricx_flops.py [--segments 4096] [--budget 16384] [--repeats 3]
+        [--attention] [--compile] [--output flops.json]
     python benchmarks/metricx_flops.py --tiny      # every step on the CPU, tiny sizes
 
 Builds MetricX-24 XL's mT5 (benchmarks/metricx_batching.py's `random_mt5`, random weights,
@@ -10,10 +11,13 @@ bfloat16) and scores the same synthetic BOUQuET-like segments (`input_lengths`) 
 with each of `bouquet_eval.metrics.metricx`'s speed-ups applied in turn. FLOPs are counted
 per batch from the model's shape (checked against torch's FlopCounterMode on one batch):
 every matrix product of the encoder, the decoder's one step and its cross-attention over the
-encoder's tokens, padding included. Prints, per variant, segments/s, TFLOP/s and the share of
-the card's peak (989 TFLOP/s dense bfloat16 for an H100 or H200 SXM) and of an 8192^3
-bfloat16 matrix product measured in the same run, and the largest score difference from the
-model as built. Results are in benchmarks/gpu_results.md.
+encoder's tokens, padding included. Every variant is measured warm: one pass untimed (each
+batch shape's kernels chosen, the allocator's blocks taken), then `--repeats` timed passes in a
+row, of which it prints the median with the least and the largest (the spread), the steady
+state's seconds per batch, segments/s, TFLOP/s and the share of the card's dense bfloat16 peak
+(`measuring.BF16_PEAK_TFLOPS`: 989 for an H100 or H200 SXM) and of an 8192^3 bfloat16 matrix
+product measured in the same run, and the largest score difference from the model as built.
+Results are in benchmarks/gpu_results.md.
 """
 
 from __future__ import annotations
@@ -25,14 +29,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from measuring import environment, markdown_table, timed, write_json
+from measuring import (
+    BF16_PEAK_TFLOPS,
+    bf16_peak_tflops,
+    environment,
+    markdown_table,
+    matmul_tflops,
+    repeated,
+    timed,
+    write_json,
+)
 from metricx_batching import TINY, XL, RandomMetricX, input_lengths, random_mt5
 
 from bouquet_eval.metrics import metricx as metricx_module
 from bouquet_eval.metrics.metricx import token_budget_batches
 
-SPEC_PEAK_TFLOPS = 989.4
-"""NVIDIA's dense bfloat16 figure for the H100 SXM and the H200 (without sparsity)."""
+SPEC_PEAK_TFLOPS = BF16_PEAK_TFLOPS["H200"]
+"""Where the card's name is not in `measuring.BF16_PEAK_TFLOPS`: an H100's or H200's."""
 
 
 def batch_flops(config: Any, rows: int, width: int) -> float:
@@ -65,18 +78,6 @@ def counted_flops(model: Any, rows: int, width: int, device: str) -> float:
             use_cache=False,
         )
     return float(counter.get_total_flops())
-
-
-def matmul_tflops(device: str) -> float | None:
-    import torch
-
-    if device != "cuda":
-        return None
-    a, b = (torch.randn(8192, 8192, device=device, dtype=torch.bfloat16) for _ in range(2))
-    for _ in range(3):
-        a @ b
-    took, _ = timed(device, lambda: [a @ b for _ in range(10)])
-    return 10 * 2 * 8192**3 / took.seconds / 1e12
 
 
 def kernel_breakdown(device: str, work: Callable[[], Any], top: int = 12) -> str:
@@ -114,23 +115,26 @@ def report(
 ) -> None:
     """The table so far (a run stopped at its time limit still leaves it) and the JSON."""
     reference = measured[0]["scores"]
+    peak = record["peak_tflops"]
     table = []
     for result in measured:
         difference = max(abs(a - b) for a, b in zip(result["scores"], reference, strict=True))
         table.append(
             [
                 result["variant"],
-                f"{result['seconds']:.2f}",
+                result["spread"],
+                f"{1e3 * result['seconds_per_batch']:.1f}",
                 f"{result['segments_per_s']:.1f}",
                 f"{result['tflops']:.1f}",
-                f"{100 * result['tflops'] / SPEC_PEAK_TFLOPS:.1f}%",
+                f"{100 * result['tflops'] / peak:.1f}%",
                 "-" if matmul is None else f"{100 * result['tflops'] / matmul:.1f}%",
                 "-" if result["peak_gib"] is None else f"{result['peak_gib']:.1f}",
                 f"{difference:.2g}",
             ]
         )
-    header = ("variant", "seconds", "segments/s", "TFLOP/s", "of 989 peak", "of matmul")
-    print(markdown_table((*header, "peak GiB", "max score diff"), table), flush=True)
+    header = ["variant", "seconds, warm (median, range)", "ms per batch", "segments/s", "TFLOP/s"]
+    header += [f"of {peak:.0f} peak", "of matmul", "peak GiB", "max score diff"]
+    print(markdown_table(header, table), flush=True)
     write_json(output, {**record, "variants": measured}, leave_out="scores")
 
 
@@ -172,7 +176,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=16384)
     parser.add_argument("--compile", action="store_true", help="also try torch.compile")
     parser.add_argument("--attention", action="store_true", help="also try attention variants")
-    parser.add_argument("--passes", type=int, default=2, help="timed passes per speed-up")
+    parser.add_argument("--repeats", type=int, default=3, help="timed warm passes per variant")
     parser.add_argument("--output", type=Path)
     arguments = parser.parse_args()
     import numpy as np
@@ -211,34 +215,35 @@ def main() -> None:
     )
     matmul = matmul_tflops(device)
     print("8192^3 bfloat16 matrix product: " + ("-" if matmul is None else f"{matmul:.0f} TFLOP/s"))
-    record = {"environment": setting, "matmul_tflops": matmul, "flops": flops}
+    peak = bf16_peak_tflops(device) or SPEC_PEAK_TFLOPS
+    record = {"environment": setting, "matmul_tflops": matmul, "flops": flops, "peak_tflops": peak}
     metric = RandomMetricX(model, batch_tokens=arguments.budget)
     metric.score_encoded(sequences[:256], token_budget_batches(lengths[:256], arguments.budget))
     batches_512 = token_budget_batches(lengths[:512], arguments.budget)
     measured: list[dict[str, Any]] = []
 
-    def run(name: str, passes: int) -> None:
-        best = None
-        for _ in range(passes):
-            took, (scores, _) = timed(device, lambda: metric.score_encoded(sequences, batches))
-            print(f"{name}: {took.seconds:.2f} s", flush=True)
-            if best is None or took.seconds < best[0].seconds:
-                best = (took, scores)
-        assert best is not None
-        took, scores = best
+    def run(name: str, repeats: int) -> None:
+        def score() -> list[float]:
+            return metric.score_encoded(sequences, batches)[0]
+
+        cold, _ = timed(device, score)  # each batch shape's first run: not a steady state
+        took, scores = repeated(device, score, repeats)
+        print(f"{name}: first pass {cold.seconds:.2f} s, then {took.spread()}", flush=True)
         measured.append(
             {
                 "variant": name,
-                "seconds": took.seconds,
-                "segments_per_s": segments / took.seconds,
-                "tflops": flops / took.seconds / 1e12,
-                "peak_gib": took.peak_gib,
+                "first_pass_s": cold.seconds,
+                **took.record(),
+                "spread": took.spread(),
+                "seconds_per_batch": took.median / len(batches),
+                "segments_per_s": segments / took.median,
+                "tflops": flops / took.median / 1e12,
                 "scores": scores,
             }
         )
         report(measured, matmul, record, arguments.output)
 
-    run("as transformers builds it", 2)
+    run("as transformers builds it", arguments.repeats)
     try:
         print(kernel_breakdown(device, lambda: metric.score_encoded(sequences[:512], batches_512)))
     except Exception as error:
@@ -247,13 +252,13 @@ def main() -> None:
     for name, speed_up in metricx_module.SPEED_UPS.items():
         speed_up(model)
         applied.append(name)
-        run(" + ".join(applied), arguments.passes)
+        run(" + ".join(applied), arguments.repeats)
     if arguments.attention:
-        attention_variants(metric, sequences, applied, lambda name: run(name, arguments.passes))
+        attention_variants(metric, sequences, applied, lambda name: run(name, arguments.repeats))
     if arguments.compile:
         started = time.perf_counter()
         metric._model = torch.compile(model, dynamic=True)
-        run(" + ".join([*applied, "torch.compile"]), 3)
+        run(" + ".join([*applied, "torch.compile"]), arguments.repeats)
         print(f"torch.compile: {time.perf_counter() - started:.0f} s with its passes")
 
 

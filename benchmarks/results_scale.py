@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,11 +39,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from measuring import child_json
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 # This checkout's package and tests, whatever the environment has installed.
 sys.path[:0] = [str(REPOSITORY / "scripts"), str(REPOSITORY)]
 
 COLUMNS = ["chrfpp", "metricx"]
+RESAMPLED = "resampled.npz"
 LOWER = {"metricx"}
 
 
@@ -99,53 +101,74 @@ def child_statistics(output: Path, model: str) -> None:
     print(json.dumps([measured("statistics", run), measured("extract", extract)]))
 
 
-def child_leaderboard(output: Path, count: int, report: bool) -> None:
+def leaderboard_job(output: Path, models: list[str], target: Path) -> tuple[Any, Any]:
+    """The leaderboard job's first part: the models' files read, leaderboard.csv and .md
+    written into `target`; (the models' results, the leaderboard)."""
+    from bouquet_eval.core.stats import Resampling
+    from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
+
+    resampling = Resampling()
+    files = [
+        (output / m / "scores.csv", output / m / "scored_rows.parquet", output / m / RESAMPLED)
+        for m in models
+    ]
+    results = read_results(models, files, COLUMNS, resampling)
+    board = build_leaderboard(results, COLUMNS, LOWER, resampling)
+    write_leaderboard(board, target / "leaderboard.csv", target / "leaderboard.md", LOWER)
+    return results, board
+
+
+def report_pages(output: Path, models: list[str], target: Path, results: Any, board: Any) -> None:
+    """The leaderboard job's second part: every page and figure of the report, under
+    `target/report`, the last model as the results page's baseline."""
     import pandas as pd
 
     from bouquet_eval.core.stats import Resampling
     from bouquet_eval.results.extracts import EXTRACT_FILE
-    from bouquet_eval.results.leaderboard import build_leaderboard, read_results, write_leaderboard
     from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 
+    timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
+    run = RunRecords(
+        timing={m: timing for m in models},
+        gpus={m: 0 for m in models},
+        config={"dataset": {"path": str(output.parent / "dataset")}},
+        manifests={m: {"entries": []} for m in models},
+    )
+    first = results[0].scores
+    directions = [f"{s}-{t}" for s, t in zip(first["src_lang"], first["tgt_lang"], strict=True)]
+    paths = figure_paths(target / "report", models, COLUMNS, directions)
+    rows = {m: output / m / "scored_rows.parquet" for m in models}
+    extracts = {m: output / m / EXTRACT_FILE for m in models}
+    write_figures(paths, board, results, rows, run, LOWER, Resampling(), models[-1], extracts)
+
+
+def child_leaderboard(output: Path, count: int, report: bool) -> None:
     models = names(count)
-    resampling = Resampling()
     target = Path(tempfile.mkdtemp(prefix=f"leaderboard-{count}-"))
     built: dict[str, Any] = {}
 
     def leaderboard() -> None:
-        files = [
-            (
-                output / m / "scores.csv",
-                output / m / "scored_rows.parquet",
-                output / m / "resampled.npz",
-            )
-            for m in models
-        ]
-        results = read_results(models, files, COLUMNS, resampling)
-        board = build_leaderboard(results, COLUMNS, LOWER, resampling)
-        write_leaderboard(board, target / "leaderboard.csv", target / "leaderboard.md", LOWER)
-        built.update(results=results, board=board)
+        built["results"], built["board"] = leaderboard_job(output, models, target)
 
     def pages() -> None:
-        timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
-        run = RunRecords(
-            timing={m: timing for m in models},
-            gpus={m: 0 for m in models},
-            config={"dataset": {"path": str(output.parent / "dataset")}},
-            manifests={m: {"entries": []} for m in models},
-        )
-        first = built["results"][0].scores
-        directions = [f"{s}-{t}" for s, t in zip(first["src_lang"], first["tgt_lang"], strict=True)]
-        paths = figure_paths(target / "report", models, COLUMNS, directions)
-        rows = {m: output / m / "scored_rows.parquet" for m in models}
-        extracts = {m: output / m / EXTRACT_FILE for m in models}
-        board, results = built["board"], built["results"]
-        write_figures(paths, board, results, rows, run, LOWER, resampling, models[-1], extracts)
+        report_pages(output, models, target, built["results"], built["board"])
 
     steps = [measured("leaderboard", leaderboard)]
     if report:
         steps.append(measured("report", pages))
     print(json.dumps(steps))
+
+
+def p_values(deltas: Any, observed: Any) -> Any:
+    """The paired bootstrap p-value of each row of resampled `deltas` against its `observed`
+    delta, in plain numpy (`stats.bootstrap_p_values`' definition)."""
+    import numpy as np
+
+    absolute = np.abs(deltas)
+    centred = absolute - absolute.mean(axis=1, keepdims=True)
+    real = np.abs(observed)
+    tolerance = 1e-9 * np.maximum(real, np.abs(centred).max(axis=1))
+    return (np.sum(centred >= (real - tolerance)[:, None], axis=1) + 1) / (deltas.shape[1] + 1)
 
 
 def child_baseline(output: Path, count: int) -> None:
@@ -157,13 +180,6 @@ def child_baseline(output: Path, count: int) -> None:
 
     resampling = Resampling()
     models = names(count)
-
-    def p_values(deltas: np.ndarray, observed: np.ndarray) -> np.ndarray:
-        absolute = np.abs(deltas)
-        centred = absolute - absolute.mean(axis=1, keepdims=True)
-        real = np.abs(observed)
-        tolerance = 1e-9 * np.maximum(real, np.abs(centred).max(axis=1))
-        return (np.sum(centred >= (real - tolerance)[:, None], axis=1) + 1) / (deltas.shape[1] + 1)
 
     def run() -> None:
         means, resamples = {}, {}
@@ -213,11 +229,7 @@ def child_baseline(output: Path, count: int) -> None:
 
 
 def in_child(*arguments: str) -> Any:
-    command = [sys.executable, __file__, "--child", *arguments]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    if completed.returncode:
-        raise RuntimeError(completed.stderr[-3000:])
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return child_json(__file__, *arguments)
 
 
 def main() -> None:

@@ -71,13 +71,32 @@ class Usage:
     wall_seconds: float
     cpu_seconds: float
     """User and system time of Snakemake and every job it started."""
+    main_cpu_seconds: float
+    """User and system time of Snakemake's main process alone (its threads included)."""
 
 
-def run_snakemake(workdir: Path, *arguments: str) -> Usage:
-    """`snakemake` on the workflow in `workdir` with `--cores 2`, as users start it."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
+# `python -m snakemake`, writing the main process's own CPU time to the file named first when
+# it exits (jobs are its children: RUSAGE_CHILDREN of the caller counts them with it).
+_MEASURED_SNAKEMAKE = """
+import atexit, resource, runpy, sys
+target = sys.argv.pop(1)
+def record():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(target, "w") as handle:
+        handle.write(str(usage.ru_utime + usage.ru_stime))
+atexit.register(record)
+sys.argv[0] = "snakemake"
+runpy.run_module("snakemake", run_name="__main__")
+"""
+
+
+def run_snakemake(workdir: Path, *arguments: str, cores: int = 2) -> Usage:
+    """`snakemake` on the workflow in `workdir` with `--cores` (2), as users start it."""
+    main_cpu = workdir / ".main-process-cpu"
+    command = [sys.executable, "-c", _MEASURED_SNAKEMAKE, str(main_cpu)]
+    command += ["--snakefile", str(SNAKEFILE)]
     # Targets first: --configfile takes every argument that follows it, --quiet an optional one.
-    command += ["--directory", str(workdir), "--cores", "2", *arguments, "--quiet", "all"]
+    command += ["--directory", str(workdir), "--cores", str(cores), *arguments, "--quiet", "all"]
     command += ["--configfile", str(workdir / "config.yaml")]
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "scripts")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -88,4 +107,4 @@ def run_snakemake(workdir: Path, *arguments: str) -> Usage:
     if finished.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{finished.stdout}\n{finished.stderr}")
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return Usage(wall, cpu)
+    return Usage(wall, cpu, float(main_cpu.read_text()))

@@ -52,3 +52,18 @@ def test_the_table_lists_every_package() -> None:
     listed = set(re.findall(r"`bouquet_eval\.([a-z_]+)`", "".join(rows)))
     packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert listed == packages
+
+
+def test_jobs_read_the_configuration_through_their_slice_alone() -> None:
+    """One channel (docs/design.md, "How a setting reaches a job"): no rule script reads the
+    configuration itself, no rule hands a job a setting but in its slice, and no parameter is
+    there only to rerun a job."""
+    for script in (REPOSITORY / "scripts" / "rules").glob("*.py"):
+        text = script.read_text(encoding="utf-8")
+        for reading in ("snakemake.config", "plan.config", ".config["):
+            assert reading not in text, f"{script.name} reads {reading}"
+    for rules in (REPOSITORY / "workflow" / "rules").glob("*.smk"):
+        text = rules.read_text(encoding="utf-8")
+        assert "rerun_when" not in text, rules.name
+        for params in re.findall(r"\n\s+params:\n(.*?)\n\s+script:", text, re.DOTALL):
+            assert "config[" not in params, f"{rules.name}: {params}"

@@ -7,8 +7,10 @@ lives in an environment of its own (.venv-comet, see the Makefile); the others r
 
 Tolerances, measured on these checkpoints (CPU, torch 2.13, unbabel-comet 2.2.7; the numbers
 are benchmarks/comet_precision.py's, docs/metrics-comet.md has them all):
-- at comet-score's own precision (it always runs `model.half()`: float16) the scores and
-  xCOMET's error spans are identical: the same code on the same batches;
+- at comet-score's own precision (it always runs `model.half()`: float16) and in its batches
+  (`batch_tokens: null`) the scores and xCOMET's error spans are identical: the same code on
+  the same batches; in our default batches, sized by tokens, they differ in the last digits
+  (`BATCHING_TOLERANCE`);
 - at our CPU default, float32, scores differ from comet-score's by at most 9.5e-4 (COMET-22
   7.1e-4, CometKiwi 5.7e-4, xCOMET 9.5e-4 where both precisions mark the same error spans;
   14 of 480 sentences' xCOMET spans differ, and with them the score, by up to 0.08);
@@ -43,6 +45,8 @@ BFLOAT16_TOLERANCE = 2.5e-2
 """Our bfloat16 scores against our float32 ones, where xCOMET's spans agree."""
 SPAN_CHANGES = {"float16": 0.05, "bfloat16": 0.25}
 """The share of sentences whose xCOMET error spans may differ from float32's."""
+BATCHING_TOLERANCE = 1e-5
+"""Batches sized by tokens against comet-score's, float32: padding changes sums' order."""
 
 
 @pytest.fixture(scope="session")
@@ -75,14 +79,20 @@ def reference(
 
 
 @pytest.fixture(scope="session")
-def ours(checkpoints: dict[str, Path], sample_rows: pd.DataFrame) -> Callable[[str, str], Scored]:
+def ours(checkpoints: dict[str, Path], sample_rows: pd.DataFrame) -> Callable[..., Scored]:
     """Our scores of the sample, by shape and precision (each computed once)."""
 
     @functools.cache
-    def scored(shape: str, precision: str) -> Scored:
+    def scored(shape: str, precision: str, batch_tokens: int | None = None) -> Scored:
+        """In comet-score's batches unless `batch_tokens` is given."""
         metric = load_metric(
             f"bouquet_eval.metrics.comet:{SHAPES[shape].__name__}",
-            {"model": str(checkpoints[shape]), "precision": precision, "device": "cpu"},
+            {
+                "model": str(checkpoints[shape]),
+                "precision": precision,
+                "device": "cpu",
+                "batch_tokens": batch_tokens,
+            },
         )
         assert f"precision:{precision}" in metric.signature()
         return Scored.of(shape, metric.score(sample_rows))
@@ -93,11 +103,27 @@ def ours(checkpoints: dict[str, Path], sample_rows: pd.DataFrame) -> Callable[[s
 @pytest.mark.comet
 @pytest.mark.parametrize("shape", SHAPES)
 def test_scores_equal_comet_score_at_its_precision(
-    shape: str, reference: dict[str, Scored], ours: Callable[[str, str], Scored]
+    shape: str, reference: dict[str, Scored], ours: Callable[..., Scored]
 ) -> None:
     assert ours(shape, "float16") == reference[shape]
     # Not a constant: the random checkpoint tells sentences apart.
     assert len(set(reference[shape].scores)) > len(reference[shape].scores) // 2
+
+
+@pytest.mark.comet
+@pytest.mark.parametrize("shape", SHAPES)
+def test_batches_sized_by_tokens_keep_the_scores(
+    shape: str, ours: Callable[..., Scored], checkpoints: dict[str, Path]
+) -> None:
+    """The default batches (sorted by length, sized by tokens) against comet-score's, in
+    float32: the same scores but for the last digits, and the same error spans."""
+    budget = CometMetric.__init__.__defaults__[-1]  # type: ignore[index]
+    largest, _, other_spans = ours(shape, "float32", budget).compare(ours(shape, "float32"))
+    assert largest <= BATCHING_TOLERANCE
+    assert other_spans == 0
+    # A small budget, so that the sample makes batches of many sizes.
+    largest, _, _ = ours(shape, "float32", 600).compare(ours(shape, "float32"))
+    assert largest <= BATCHING_TOLERANCE
 
 
 @pytest.mark.comet
@@ -117,7 +143,7 @@ def test_xcomet_marks_error_spans_within_the_translations(
 @pytest.mark.comet
 @pytest.mark.parametrize("shape", SHAPES)
 def test_float32_scores_are_within_the_stated_tolerance_of_comet_score(
-    shape: str, reference: dict[str, Scored], ours: Callable[[str, str], Scored]
+    shape: str, reference: dict[str, Scored], ours: Callable[..., Scored]
 ) -> None:
     largest, _, other_spans = ours(shape, "float32").compare(reference[shape])
     assert 0 < largest <= FLOAT16_TOLERANCE  # above 0: float32 indeed, not float16
@@ -126,9 +152,7 @@ def test_float32_scores_are_within_the_stated_tolerance_of_comet_score(
 
 @pytest.mark.comet
 @pytest.mark.parametrize("shape", SHAPES)
-def test_bfloat16_runs_on_the_cpu_close_to_float32(
-    shape: str, ours: Callable[[str, str], Scored]
-) -> None:
+def test_bfloat16_runs_on_the_cpu_close_to_float32(shape: str, ours: Callable[..., Scored]) -> None:
     largest, _, other_spans = ours(shape, "bfloat16").compare(ours(shape, "float32"))
     assert 0 < largest <= BFLOAT16_TOLERANCE
     assert other_spans <= SPAN_CHANGES["bfloat16"] * len(ours(shape, "float32").scores)
@@ -199,6 +223,8 @@ def test_settings_and_signature_without_loading_anything() -> None:
         CometMetric(precision="fp8")
     with pytest.raises(ValueError, match="batch_size must be positive"):
         XComet(batch_size=0)
+    with pytest.raises(ValueError, match="batch_tokens must be positive"):
+        XComet(batch_tokens=0)
     signature = CometMetric(model="Unbabel/never-fetched", device="cpu").signature()
     fields = dict(field.split(":", 1) for field in signature.split("|"))
     assert fields["model"] == "Unbabel/never-fetched"
@@ -208,6 +234,48 @@ def test_settings_and_signature_without_loading_anything() -> None:
     assert CometMetric().score(pd.DataFrame(columns=["src_text", "mt_text", "ref_text"])) == {
         "comet": []
     }
+
+
+class WordsTokenizer:
+    """A tokenizer that makes a token of each word, plus two special ones."""
+
+    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        return {"input_ids": [[0, *range(len(text.split())), 2] for text in texts]}
+
+
+def test_batches_are_sorted_by_length_and_sized_by_tokens() -> None:
+    """Every segment once, longest first; a batch's segments times its longest segment's tokens
+    (every field counted, each cut as the encoder cuts it) within the budget, unless one
+    segment alone exceeds it."""
+    import random
+
+    words = random.Random(0)
+    samples = [
+        {field: " ".join(["w"] * words.randint(1, 60)) for field in ("src", "mt", "ref")}
+        for _ in range(200)
+    ]
+    samples[7]["src"] = " ".join(["w"] * 900)  # cut at the encoder's 512 positions
+    model = type("Model", (), {"encoder": type("Encoder", (), {})()})()
+    model.encoder.tokenizer = WordsTokenizer()
+    model.encoder.max_positions = 512
+    metric = CometMetric(batch_tokens=1000)
+    batches = metric.batches(model, samples)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(samples)))
+
+    def tokens(index: int) -> int:
+        return sum(min(len(samples[index][f].split()) + 2, 512) for f in ("src", "mt", "ref"))
+
+    longest = [max(map(tokens, batch)) for batch in batches]
+    assert longest == sorted(longest, reverse=True) and longest[0] == tokens(7) > 512
+    sizes = zip(map(len, batches), longest, strict=True)
+    assert all(count * most <= 1000 or count == 1 for count, most in sizes)
+    assert len(batches) < len(samples) // 4  # batches of many segments, not one at a time
+    # comet-score's batches: batch_size at a time, by the source's length in characters.
+    fixed = CometMetric(batch_tokens=None, batch_size=16).batches(model, samples)
+    assert [len(batch) for batch in fixed] == [16] * 12 + [8]
+    assert [len(samples[i]["src"]) for batch in fixed for i in batch] == sorted(
+        len(sample["src"]) for sample in samples
+    )
 
 
 def test_prefetch_takes_the_checkpoint_and_only_its_encoders_tokenizer_and_config(

@@ -520,13 +520,13 @@ def test_dry_run_prints_the_configuration_and_writes_none(tmp_path: Path, datase
 
 
 def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow) -> None:
-    """Plain Snakemake with the workflow's profile: 1062 directions and 3 models."""
+    """Plain Snakemake with the workflow's profile: 1062 directions and 3 models, in the jobs
+    the default `shards: auto` makes of them on the run's two cores."""
     data = tmp_path / "synthetic"
     write_dataset(data, synthetic_directions(1062))
     workflow.write_config(
         {
             "dataset": {"path": str(data)},
-            "shards": 8,
             "models": [
                 {"name": "copy-source", "translator": "copy-source"},
                 {"name": "reference", "translator": "reference"},
@@ -539,6 +539,18 @@ def test_a_dry_run_of_the_benchmark_is_short(tmp_path: Path, workflow: Workflow)
     assert len(lines) < 200 and max(map(len, lines)) < 2000, len(lines)
     own = [line for line in result.stderr.splitlines() if "workflow specific profile" not in line]
     assert own[0] == "bouquet-eval: 1062 directions, 3 models selected (2,124 sentences per model)"
+    # A CPU model's translate and chrF++ jobs take a core each: two of each on two cores.
+    # vLLM's jobs (4 CPUs and a GPU Snakemake is not told of) are as many as one at a time
+    # can be; its score jobs follow its translate jobs.
+    jobs = dict(re.findall(r"^    (\w+): (\d+) jobs?, threads", result.stdout, re.MULTILINE))
+    assert {rule: int(count) for rule, count in jobs.items() if "_" in rule} == {
+        "translate_copy_source": 2,
+        "translate_reference": 2,
+        "translate_llama": 1,
+        "score_workflow_cpu_copy_source": 2,
+        "score_workflow_cpu_reference": 2,
+        "score_workflow_cpu_llama": 1,
+    }, result.stdout
 
 
 def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:
@@ -677,3 +689,105 @@ def test_a_folder_name_that_cannot_name_a_model_is_refused(tmp_path: Path) -> No
     result = command(tmp_path, "run", *VLLM, "--output-dir", "runs/my model")
     assert result.returncode == 1
     assert result.stderr.startswith("bouquet-eval: --output-dir 'runs/my model': the folder's")
+
+
+def saved_runs(runs: Path, first: dict, second: dict) -> None:
+    """Two models' runs into `runs`, each with the configuration the command saves."""
+    for config, name in ((first, "first"), (second, "second")):
+        folder = runs / name
+        folder.mkdir(parents=True)
+        entry = {"name": name, "translator": "copy-source"}
+        (folder / SAVED_CONFIG).write_text(
+            yaml.safe_dump({**config, "output_dir": "..", "models": [entry]}), encoding="utf-8"
+        )
+
+
+def run_settings(files: Path) -> dict:
+    """A run's settings besides its model: every metric family, its own metric settings."""
+    from .test_channel import finished_config
+
+    config = finished_config(files)
+    for key in ("models", "prices"):
+        config.pop(key)
+    return config
+
+
+def merge_cases() -> tuple[list[str], list[str]]:
+    """The run-wide settings the leaderboard's jobs read (every metric's among them), and
+    those they do not, from the schema's declarations."""
+    from bouquet_eval.planning.channel import LEADERBOARD_READS, MODEL_KEYED
+
+    from .test_channel import SETTINGS
+
+    shared: list[str] = []
+    apart: list[str] = []
+    for setting in SETTINGS:
+        if setting.path[0] in ("models", *MODEL_KEYED):
+            continue  # a model's own
+        read = set(setting.changes or ()) & set(LEADERBOARD_READS)
+        (shared if read else apart).append(setting.name)
+    return shared, apart
+
+
+SHARED, APART = merge_cases()
+OWN_MODELS = {"compare.baseline": "second", "compare.models": ["second"]}
+"""What these settings take in a run of the model `second` alone."""
+
+
+def runs_differing_in(name: str, folder: Path) -> tuple[tuple, object]:
+    """Two runs saved into `folder / "runs"` whose settings differ in the setting `name` alone;
+    where it is, and the second run's value."""
+    from .test_channel import SETTINGS, changed_value, set_at, value_at, where_of
+
+    setting = next(s for s in SETTINGS if s.name == name)
+    first = run_settings(folder)
+    second = json.loads(json.dumps(first))
+    where = where_of(setting, second)
+    if name in OWN_MODELS:
+        value = OWN_MODELS[name]
+    else:
+        value = changed_value(setting, value_at(second, where), folder)
+    set_at(second, where, value)
+    saved_runs(folder / "runs", first, second)
+    return where, value
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_runs_that_differ_in_what_the_leaderboard_reads_are_refused(
+    tmp_path: Path, name: str
+) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    where, value = runs_differing_in(name, tmp_path)
+    runs = tmp_path / "runs"
+    with pytest.raises(ConfigError) as refused:
+        runs_config(runs)
+    message = str(refused.value)
+    key = ".".join(map(str, where))
+    assert message.startswith(f"{runs / 'second'} and {runs / 'first'} differ in {key}: "), message
+    assert json.dumps(value) in message, message
+    assert f"in {runs / 'first' / SAVED_CONFIG}" in message
+
+
+@pytest.mark.parametrize("name", APART)
+def test_runs_that_differ_only_in_what_the_leaderboard_does_not_read_merge(
+    tmp_path: Path, name: str
+) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    runs_differing_in(name, tmp_path)
+    merged = runs_config(tmp_path / "runs")
+    assert [entry["name"] for entry in merged["models"]] == ["first", "second"]
+    assert merged["output_dir"] == "."
+
+
+def test_merged_runs_keep_each_models_prices(tmp_path: Path) -> None:
+    from bouquet_eval.command.config import runs_config
+
+    first = {"metrics": ["chrf"], "prices": {"first": {"input": 1.0, "output": 2.0}}}
+    second = {"metrics": ["chrf"], "prices": {"second": {"input": 3.0, "output": 4.0}}}
+    saved_runs(tmp_path / "runs", first, second)
+    assert runs_config(tmp_path / "runs")["prices"] == {
+        "first": {"input": 1.0, "output": 2.0},
+        "second": {"input": 3.0, "output": 4.0},
+    }

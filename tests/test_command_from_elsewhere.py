@@ -178,5 +178,6 @@ def test_a_leaderboard_and_a_report_across_the_commands_runs(tmp_path: Path) -> 
     refused = command(tmp_path, "leaderboard", "runs", env=OFFLINE)
     assert refused.returncode == 1
     assert refused.stderr.startswith(
-        f"bouquet-eval: {runs / 'other' / 'bouquet-eval.yaml'}: limit is not that of "
+        f"bouquet-eval: {runs / 'other'} and {runs / 'first'} differ in limit: 1 in "
+        f"{runs / 'other' / 'bouquet-eval.yaml'}, 2 in {runs / 'first' / 'bouquet-eval.yaml'};"
     ), refused.stderr

@@ -28,7 +28,7 @@ def test_defaults_are_filled() -> None:
     assert config["directions"] == {"src_langs": [], "tgt_langs": [], "list": [], "shard": None}
     assert config["limit"] is None
     assert config["output_dir"] == "runs"
-    assert config["shards"] == 4
+    assert config["shards"] == "auto"
     assert config["metrics"] == ["chrf"]
     assert config["metricx"] == {
         "model": "google/metricx-24-hybrid-xl-v2p6",
@@ -162,7 +162,7 @@ DEPARTURES = {
     },
     "blaser": {"numpy", "torch", "transformers", "huggingface_hub"},
 }  # fmt: skip
-TESTS_ONLY = {"comet": {"pytest"}, "blaser": {"pytest", "sentencepiece"}}
+TESTS_ONLY = {"comet": {"pytest"}, "blaser": {"pytest", "sentencepiece", "scipy"}}
 """What the environment's own tests use, which envs/<environment>.yaml leaves out."""
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SNAKEFILE, Workflow
+from .conftest import SNAKEFILE, Workflow, patience
 from .workflow_configs import SAMPLE_DIRECTIONS, bounds_config, recorded, recording_model
 
 DIRECTIONS = [direction.name for direction in SAMPLE_DIRECTIONS[:8]]
@@ -48,7 +48,7 @@ def run_until(workflow: Workflow, condition: Callable[[], bool], limit: float = 
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + limit
+    deadline = time.monotonic() + patience(limit)
     try:
         while process.poll() is None and time.monotonic() < deadline:
             if condition():
@@ -113,7 +113,7 @@ def test_no_second_run_beside_a_live_one_even_after_unlock(
     first = workflow.start("translations")
     try:
         done = workflow.workdir / f"runs/rec/.provenance/{first_direction}.jsonl.json"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while not done.exists():
             assert first.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
@@ -135,7 +135,7 @@ def test_no_second_run_beside_a_live_one_even_after_unlock(
         assert first.poll() is None, "the first run goes on"
     finally:
         held.unlink()
-        output, _ = first.communicate(timeout=300)
+        output, _ = first.communicate(timeout=patience(300))
     assert first.returncode == 0, output
     assert recorded(record) == ["LOAD", first_direction, hanging]
 
@@ -152,7 +152,7 @@ def beside(workflow: Workflow, working: Callable[[], bool]) -> subprocess.Comple
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + patience(120)
     while process.poll() is None:
         if working() or time.monotonic() > deadline:
             os.killpg(process.pid, signal.SIGKILL)

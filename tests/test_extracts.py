@@ -4,6 +4,7 @@ and an extract whose model's scores changed is not used."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +195,48 @@ def test_sentences_in_another_order_are_read_from_the_rows(
         assert f"{other}'s extract does not serve" in caplog.text
     from_rows = pages(output, MODELS, tmp_path / "rows", extracts=False)
     assert pages(output, MODELS, tmp_path / "extracts", extracts=True) == from_rows
+
+
+def test_the_aggregation_makes_the_extract_of_the_rows_it_writes(tmp_path: Path) -> None:
+    """The extract the aggregate job makes from the rows it writes is `model_extract` of the
+    file it writes, to the bit: ties, missing scores and texts, directions of every size."""
+    from bouquet_eval.metrics import load_metrics
+    from bouquet_eval.results.aggregate import write_aggregates
+    from bouquet_eval.results.extracts import ExtractBuilder
+
+    rows = model_rows(0.0, seed=4)
+    rows = rows.drop(index=rows.index[(rows["tgt_lang"] == DIRECTIONS[5].tgt_lang)][:4])
+    scored = []
+    for (src, tgt), part in rows.groupby(["src_lang", "tgt_lang"], sort=False):
+        scored.append(tmp_path / f"{src}-{tgt}.scored.parquet")
+        part.to_parquet(scored[-1], index=False)
+    outputs = {name: tmp_path / name for name in ("scores", "summary", "scored_rows", "resampled")}
+    made: list[ExtractBuilder] = []
+
+    def builder(count: int, names: Sequence[str]) -> ExtractBuilder:
+        made.append(ExtractBuilder(count, names, COLUMNS, LOWER))
+        return made[0]
+
+    metrics = load_metrics(["metricx"], {})  # no corpus score: one output is missing
+    write_aggregates(scored, metrics, RESAMPLING, outputs, reader=builder)
+    streamed, read = made[0].extract(), model_extract(outputs["scored_rows"], COLUMNS, LOWER)
+    streamed.write(tmp_path / "streamed.parquet")
+    read.write(tmp_path / "read.parquet")
+    assert (tmp_path / "streamed.parquet").read_bytes() == (tmp_path / "read.parquet").read_bytes()
+
+
+def test_violins_are_matplotlibs_own_statistics() -> None:
+    """`violin_of`, which imports no matplotlib, gives what matplotlib's `violin_stats` gives
+    with the same density, number for number."""
+    from matplotlib import cbook
+
+    from bouquet_eval.results.extracts import binned_density, finite_values, violin_of
+
+    rng = np.random.default_rng(0)
+    values = pd.Series(np.r_[rng.normal(50, 15, 5000), [np.nan, np.inf, -np.inf, 7.0]])
+    ours = violin_of(values)
+    (theirs,) = cbook.violin_stats([finite_values(values)], binned_density)
+    assert ours is not None and sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        assert np.array_equal(np.asarray(ours[key]), np.asarray(value)), key
+    assert violin_of(pd.Series([np.nan])) is None

@@ -73,7 +73,7 @@ def test_metricx_flops_benchmark_runs_tiny_and_its_speed_ups_keep_the_scores(
     from bouquet_eval.metrics.metricx import SPEED_UPS
 
     output = tmp_path / "flops.json"
-    arguments = ["--tiny", "--segments", "24", "--attention", "--passes", "1"]
+    arguments = ["--tiny", "--segments", "24", "--attention", "--repeats", "2"]
     run_benchmark(monkeypatch, "metricx_flops.py", *arguments, "--output", str(output))
 
     variants = json.loads(output.read_text())["variants"]
@@ -97,21 +97,25 @@ def test_comet_gpu_benchmark_runs_tiny(
 ) -> None:
     output = tmp_path / "comet.json"
     arguments = ["--shape", "comet", "--tiny", "--segments", "48", "--direction", "16"]
-    run_benchmark(
-        monkeypatch, "comet_gpu.py", *arguments, "--batch-sizes", "8,16", "--output", str(output)
-    )
+    arguments += ["--budgets", "600,300", "--repeats", "2", "--cold-repeats", "2"]
+    run_benchmark(monkeypatch, "comet_gpu.py", *arguments, "--output", str(output))
 
-    plans = json.loads(output.read_text())["plans"]
+    record = json.loads(output.read_text())
+    plans = record["plans"]
     assert [plan["plan"] for plan in plans] == [
-        "ours, batch 8, float32 (first, cold)",
-        "ours, batch 8, float32",
-        "ours, batch 16, float32",
-        "comet's predict per direction, batch 8",
-        "comet-score, batch 16, float16 (whole command)",
-        "comet-score, batch 16, float16 (its predict)",
+        "ours, batch_tokens 600, float32",
+        "ours, batch_tokens 300, float32",
+        "comet-score, float16, batches of 16",
     ]
-    assert [plan["segments"] for plan in plans] == [48] * 6
-    assert "| plan | seconds | segments/s |" in capsys.readouterr().out
+    # Cold against cold and warm against warm, each repeated, each side on its own loads.
+    assert [len(plan["warm"]["seconds"]) for plan in plans] == [2, 2, 2]
+    assert [plan["cold"] and len(plan["cold"]["seconds"]) for plan in plans] == [2, None, 2]
+    assert plans[0]["batches"] < plans[1]["batches"]  # a smaller budget, more batches
+    assert plans[2]["batches"] == 3  # 48 segments, 16 at a time
+    assert plans[0]["tflops"] > 0 and record["warm_ratio"] > 0 and record["cold_ratio"] > 0
+    printed = capsys.readouterr().out
+    assert "| plan | cold s (median, range) | warm s (median, range) |" in printed
+    assert "warm against warm" in printed and "cold against cold" in printed
 
 
 @pytest.mark.blaser

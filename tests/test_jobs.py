@@ -18,7 +18,7 @@ from bouquet_eval.planning.job_cpus import default_cpus
 from bouquet_eval.planning.sharding import assign_shards
 from bouquet_eval.translators.backends import model_cpus
 
-from .conftest import PLUGINS, Workflow
+from .conftest import PLUGINS, Workflow, patience
 from .synthetic import synthetic_directions, write_dataset
 from .workflow_configs import SMALL_JOBS, bounds_config, recording_model
 
@@ -145,7 +145,7 @@ def test_a_crashed_job_releases_its_gpu(tmp_path: Path, device_zero_held) -> Non
     with gpu_lease(1, tmp_path, devices=["0"], poll_seconds=0.05) as leased:
         assert leased == ["0"]
         assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < patience(5)  # at once, not after some expiry
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
 

@@ -324,3 +324,27 @@ def test_signature() -> None:
     assert "model:/models/x|" in load_metric("metricx", {"model": "/models/x"}).signature()
     with pytest.raises(ValueError, match="dtype"):
         MetricX(dtype="float64")
+
+
+def test_attention_gets_what_fused_kernels_take(
+    checkpoint: TinyCheckpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every attention call goes to torch's scaled_dot_product_attention in the model's own
+    precision, its mask (the position bias and the padding) laid out row by row: what a GPU's
+    fused kernels require of it (a mask whose last dimension steps over the heads sends
+    attention to float32 on CUDA cores: benchmarks/gpu_results.md). A last dimension of one
+    key (the decoder's one step attending to itself) has no layout."""
+    seen: list[tuple[torch.dtype, tuple[int, ...], tuple[int, ...]]] = []
+    attention = torch.nn.functional.scaled_dot_product_attention
+
+    def recorded(query: torch.Tensor, *arguments: Any, **settings: Any) -> torch.Tensor:
+        mask = settings.get("attn_mask", arguments[2] if len(arguments) > 2 else None)
+        assert mask is not None
+        seen.append((query.dtype, tuple(mask.shape), tuple(mask.stride())))
+        return attention(query, *arguments, **settings)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recorded)
+    make_metric(checkpoint, dtype="bfloat16").score(mixed_rows([5, 40], seed=3))
+    assert {dtype for dtype, _, _ in seen} == {torch.bfloat16}
+    laid_out = [(shape, strides) for _, shape, strides in seen if shape[-1] > 1]
+    assert laid_out and all(strides[-1] == 1 for _, strides in laid_out), laid_out[:3]

@@ -32,6 +32,9 @@ import yaml
 from .conftest import REPOSITORY, Workflow
 from .synthetic import bouquet_shaped_directions
 
+# Twenty minutes and more on two busy cores: not in `make test`, run by `make scene`.
+pytestmark = pytest.mark.scene
+
 SENTENCES = 2
 MODELS = {  # name: (share of words left out, which words)
     "steady": (0.15, "a"),

@@ -273,7 +273,7 @@ def test_leaderboard_through_the_workflow(run: Workflow) -> None:
 
 
 def test_the_report_reads_each_models_extract(run: Workflow) -> None:
-    """Each model's `heatmaps` job extracts its sentences for the report; the leaderboard job
+    """Each model's aggregation extracts its sentences for the report; the leaderboard job
     makes the distributions and sentences pages from the extracts, not from every row."""
     for model in MODELS:
         assert (run.workdir / "runs" / model / EXTRACT_FILE).is_file()
@@ -716,6 +716,8 @@ def test_mtme_export_loads_as_evalsets(run: Workflow) -> None:
 def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
     column: str, lower: set[str]
 ) -> None:
+    import xml.etree.ElementTree as ElementTree
+
     from bouquet_eval.results.report import heatmap
 
     good, bad = (1.0, 20.0) if lower else (95.0, 5.0)
@@ -723,7 +725,17 @@ def test_heatmap_values_stay_readable_on_bright_and_dark_cells(
         {"src_lang": ["eng_Latn", "fra_Latn"], "tgt_lang": ["fra_Latn", "eng_Latn"],
          column: [good, bad]}
     )  # fmt: skip
-    axes = heatmap(scores, column, "m", lower).axes[0]
-    colours = {float(text.get_text()): text.get_color() for text in axes.texts}
+    svg = ElementTree.fromstring(heatmap(scores, column, "m", lower))
+    names = "{http://www.w3.org/2000/svg}"
+    # A square per evaluated direction, named in its tooltip, and its value on it.
+    tips = [str(title.text) for title in svg.iter(f"{names}title")]
+    arrow = "\N{RIGHTWARDS ARROW}"
+    expected = [f"eng_Latn {arrow} fra_Latn: {good:.2f}", f"fra_Latn {arrow} eng_Latn: {bad:.2f}"]
+    assert sorted(tips) == sorted(expected)
+    colours = {
+        float(text.text): text.get("fill")
+        for text in svg.iter(f"{names}text")
+        if text.get("fill") and text.text and text.text[0].isdigit()
+    }
     # The best cell is the bright end of the scale, the worst the dark end.
     assert colours == {good: "black", bad: "white"}

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,6 +25,8 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
+from bouquet_eval.planning.channel import declared_settings, slice_of
+from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
@@ -33,6 +34,7 @@ from bouquet_eval.results.report import STYLE, dense_languages, run_page, timing
 from bouquet_eval.results.views import describe_language, results_page
 
 from . import browser
+from .conftest import REPOSITORY, patience
 from .leaderboard_models import SMALL, synthetic_model
 from .synthetic import (
     ENGLISH,
@@ -41,6 +43,8 @@ from .synthetic import (
     write_model_run,
     write_shaped_run,
 )
+
+SCHEMA_FILE = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 
 MODELS = ["alpha", "bravo", "charlie", "delta", "echo"]
 SENTENCES = 3
@@ -117,15 +121,17 @@ def test_the_run_page_shows_the_dataset_that_was_read() -> None:
 
 
 def test_the_run_page_shows_the_settings_of_the_metrics_computed_only() -> None:
+    """The page shows what the leaderboard job read (its slice of the configuration): the
+    settings of the metrics the run computes, not every built-in metric's."""
     config = {
         "metrics": ["chrf", "comet"],
         "comet": {"model": "Unbabel/wmt22-comet-da"},
         "metricx": {"model": "google/metricx-24-hybrid-xl-v2p6"},
         "blaser": {"encoder": "facebook/SONAR"},
-        "limit": 2,
     }
-    shown = run_page(config, {})
-    assert "Unbabel/wmt22-comet-da" in shown and "limit: 2" in shown
+    settings = declared_settings(load_schema(SCHEMA_FILE))
+    shown = run_page(slice_of(config, settings, "leaderboard"), {})
+    assert "Unbabel/wmt22-comet-da" in shown
     assert "metricx" not in shown and "blaser" not in shown
 
 
@@ -342,13 +348,13 @@ def test_bouquet_eval_browse_serves_the_run(shaped: Path) -> None:
         assert "<html" in reply.read().decode("utf-8").lower()
 
 
-def _get(address: str, path: str, host: str | None = None) -> int:
+def _get(address: str, path: str, host: str | None = None, timeout: float = 10) -> int:
     """The status of a GET of `path`, sent with `host` as Host header when given."""
     request = urllib.request.Request(address.rstrip("/") + path)
     if host is not None:
         request.add_unredirected_header("Host", host)
     try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
             reply.read()
             return reply.status
     except urllib.error.HTTPError as error:
@@ -372,31 +378,34 @@ REQUESTS = 200
 
 
 def test_browse_answers_while_idle_connections_are_held_open(shaped: Path) -> None:
-    """Connections that send nothing take no turn from the requests of the page."""
+    """Connections that send nothing take no turn from the requests of the page, and the
+    server closes them rather than waiting on them for ever."""
+    # Bounds on what must happen, never on how long it took: far above what it takes.
+    patient = patience(IDLE_SECONDS + 60)
     with browse_command(shaped) as address:
         port = urllib.parse.urlparse(address).port
         assert port is not None
-        opened = time.monotonic()
         idle = [
-            socket.create_connection(("127.0.0.1", port), timeout=IDLE_SECONDS + 10)
+            socket.create_connection(("127.0.0.1", port), timeout=patient)
             for _ in range(IDLE_CONNECTIONS)
         ]
         try:
             paths = ["/api/directions", "/", "/api/sentences?direction=eng_Latn-bre_Latn"]
-            started = time.monotonic()
             with concurrent.futures.ThreadPoolExecutor(max_workers=50) as pool:
                 statuses = list(
-                    pool.map(lambda n: _get(address, paths[n % len(paths)]), range(REQUESTS))
+                    pool.map(
+                        lambda n: _get(address, paths[n % len(paths)], timeout=patient),
+                        range(REQUESTS),
+                    )
                 )
-            elapsed = time.monotonic() - started
-            # And the server closes them: it does not wait on them for ever.
+            # Every request answered while the idle connections were held; and the server
+            # closes an idle one (an empty read), where a server that waits on it for ever
+            # would let the read time out.
+            assert statuses == [200] * REQUESTS
             assert idle[0].recv(1) == b""
-            assert time.monotonic() - opened < IDLE_SECONDS + 10
         finally:
             for connection in idle:
                 connection.close()
-        assert statuses == [200] * REQUESTS
-        assert elapsed < 30, f"{REQUESTS} requests took {elapsed:.1f} s"
 
 
 def test_the_browser_answers_a_direction_with_every_sentence(server: str, shaped: Path) -> None:

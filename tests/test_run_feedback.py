@@ -11,11 +11,12 @@ from typing import Any
 
 from snakemake_interface_logger_plugins.common import LogEvent
 
+from bouquet_eval.command.console import PROGRESS_SECONDS
 from bouquet_eval.command.tracker import PLANNED, PlannedJob, RunTracker
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.planning.progress import run_progress
 
-from .conftest import REPOSITORY, SAMPLE, SNAKEFILE, Workflow
+from .conftest import REPOSITORY, SAMPLE, SNAKEFILE, Workflow, patience
 from .workflow_configs import bounds_config, recorded, recording_model
 
 ENGLISH_OUT = [
@@ -54,14 +55,14 @@ def test_progress_can_be_asked_while_a_run_is_going(workflow: Workflow, dataset:
     try:
         # The job stops at eng_Latn-hin_Deva, after the four directions before it.
         fourth = workflow.workdir / "runs/rec/.provenance/eng_Latn-fra_Latn.jsonl.json"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while not fourth.exists():
             assert run.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
         during = progress(workflow)
         assert run.poll() is None, "the run should still be going"
         held.unlink()
-        output, _ = run.communicate(timeout=300)
+        output, _ = run.communicate(timeout=patience(300))
     finally:
         run.kill()
     assert run.returncode == 0, output
@@ -112,12 +113,15 @@ def test_a_stream_that_hangs_fails_and_keeps_the_finished_directions(
     config = bounds_config(
         dataset, shards=1, models=[model], directions={"src_langs": ["eng_Latn"]}
     )
-    workflow.write_config({**config, "stall_timeout": 3})
+    # Short, so that the test does not wait long for the hang to be noticed, but long enough
+    # that no direction before it, slowed by other work on the machine, is taken for one.
+    stall_timeout = round(patience(3), 1)
+    workflow.write_config({**config, "stall_timeout": stall_timeout})
     failed = workflow.run("translations", check=False)
     assert failed.returncode != 0
     message = (
-        "model rec, direction eng_Latn-hin_Deva: the translator made no progress for 3 s "
-        "(stall_timeout); the directions finished before are kept"
+        f"model rec, direction eng_Latn-hin_Deva: the translator made no progress for "
+        f"{stall_timeout:g} s (stall_timeout); the directions finished before are kept"
     )
     assert last_log_line(workflow, "rec").endswith(f"job failed: TranslatorStalled: {message}")
     assert message in failed.stderr
@@ -209,15 +213,25 @@ def test_the_plain_snakemake_console_is_a_line_per_stage(
     assert len(asked) == len({re.sub(r"_shard\d+of\d+", "", r.split()[0]) for r in rows}) - 1
     assert len(lines) <= len(rows) + len(asked) + 8 and max(map(len, lines)) <= 100, lines
 
+    started = time.monotonic()
     done = workflow.run()
+    elapsed = time.monotonic() - started
     lines = _console(done.stdout + done.stderr)
-    # Besides the progress lines (as often as the stages move, at most every 10 s, or what
-    # the run does when they do not; each at most two lines wide), four lines.
-    said = [line for line in lines if not line.startswith("    ")]
-    others = [line for line in said if not line.startswith("bouquet-eval: translate ")]
-    assert len(others) == 4 and len(said) <= 2 * len(lines), lines
-    progress = [line for line in lines if line not in others]
-    assert max(map(len, progress)) <= 100, progress
+    # Lines that wrap go on indented: each printed line with its continuations.
+    printed: list[list[str]] = []
+    for line in lines:
+        if line.startswith("    ") and printed:
+            printed[-1].append(line)
+        else:
+            printed.append([line])
+    # A progress line as the stages move (five stages), and in between at most one every
+    # PROGRESS_SECONDS (or what the run does when they do not move), so that a slower run
+    # prints more of them, each at most two lines wide; besides them, what was selected, the
+    # job table, Snakemake's log and where the results are.
+    progress = [line for line in printed if line[0].startswith("bouquet-eval: translate ")]
+    assert len(progress) <= 5 + elapsed / PROGRESS_SECONDS + 1, lines
+    assert max(map(len, progress)) <= 2 and max(map(len, lines)) <= 100, lines
+    assert len(printed) - len(progress) == 4, lines
     (table,) = [line for line in lines if "jobs to run:" in line]
     assert re.fullmatch(
         r"bouquet-eval: \d+ jobs to run: translate (\d+), score (\d+), aggregate 2, "

@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +178,10 @@ def minimal_entry(translator: str) -> dict[str, Any]:
     return {"name": "m", "translator": translator, **required}
 
 
-def another_value(schema: dict[str, Any], current: Any) -> Any:
+def another_value(schema: Mapping[str, Any], current: Any) -> Any:
     """A valid value of `schema` other than `current`."""
-    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
     if "enum" in schema:
         return next(value for value in schema["enum"] if value != current)
     if "boolean" in types:
@@ -187,9 +189,11 @@ def another_value(schema: dict[str, Any], current: Any) -> Any:
     if "integer" in types:
         return (current or schema.get("minimum", 1)) + 1
     if "number" in types:
-        return current / 2 if "maximum" in schema else (current or 1.0) + 0.5
+        return (current or 1.0) / 2 if "maximum" in schema else (current or 1.0) + 0.5
     if "object" in types:
         return {"changed": True}
+    if "array" in types:
+        return ["changed"]
     candidates = ["cpu", "cuda:1", "OTHER_VARIABLE", "something else"]
     pattern = schema.get("pattern")
     return next(
@@ -227,7 +231,9 @@ def test_every_setting_but_speed_makes_translations_stale(
     if setting.operational:
         assert after.stale_reason() is None
     else:
-        assert after.stale_reason() == "its settings changed"
+        assert after.stale_reason() == f"its settings changed: model.settings.{name} (" + (
+            f"{json.dumps(entry[name])} -> {json.dumps(changed[name])})"
+        )
 
 
 def test_registry_matches_each_translator_class() -> None:
@@ -377,3 +383,27 @@ def test_stray_temporaries_of_the_outputs_go_and_others_stay(tmp_path: Path) -> 
     assert not any(path.exists() for path in strays)
     assert all(path.exists() for path in others)
     assert remove_stray_temporaries(outputs) == []
+
+
+def test_a_stale_output_names_each_setting_that_changed() -> None:
+    """What a person reads in a dry run: each setting a change, or a release that adds or
+    removes one, makes differ from what an output was made with, with both values."""
+    from bouquet_eval.core.freshness import StaleOutput, describe, settings_change
+
+    recorded = {"model": {"settings": {"temperature": 0.0, "dropped": 1}}, "limit": None}
+    current = {"model": {"settings": {"temperature": 0.5, "added": "x"}}, "limit": None}
+    change = settings_change(recorded, current)
+    assert change == (
+        'model.settings.added (new: "x"); model.settings.dropped (no longer a setting; was 1); '
+        "model.settings.temperature (0.0 -> 0.5)"
+    )
+    stale = [
+        StaleOutput(Path(f"runs/m/{n}.jsonl"), f"its settings changed: {change}") for n in "ab"
+    ]
+    stale.append(StaleOutput(Path("runs/m/c.jsonl"), "its dataset (d.parquet) changed"))
+    lines = describe(stale).splitlines()
+    assert lines[:3] == [
+        "3 existing output(s) are not current and will be rebuilt:",
+        f"  2 because its settings changed: {change}",
+        "  1 because its dataset (d.parquet) changed",
+    ]

@@ -246,7 +246,8 @@ def test_direction_scores_and_summary() -> None:
 
 
 def test_vectorised_bootstrap_is_one_vector_at_a_time_to_the_last_bit() -> None:
-    """Missing values scattered over directions make many sizes, met in any order."""
+    """Missing values scattered over directions make many sizes, met in any order; a vector's
+    resample means are the same, to the last bit, alone or among others."""
     rng = np.random.default_rng(9)
     vectors = []
     for _ in range(30):
@@ -258,8 +259,10 @@ def test_vectorised_bootstrap_is_one_vector_at_a_time_to_the_last_bit() -> None:
     for values, row in zip(vectors, resampled, strict=True):
         finite = values[np.isfinite(values)]
         if finite.size:
-            # The definition: each resample's mean, one vector alone.
-            assert np.array_equal(row, SMALL.bootstrap_weights(finite.size) @ finite / finite.size)
+            assert np.array_equal(row, bootstrap_mean_matrix([values], SMALL)[0])
+            # The definition: each resample's mean.
+            definition = SMALL.bootstrap_weights(finite.size) @ finite / finite.size
+            np.testing.assert_allclose(row, definition, rtol=1e-13)
             draws_mean = [finite[draws(w)].mean() for w in SMALL.bootstrap_weights(finite.size)]
             np.testing.assert_allclose(row, draws_mean, rtol=1e-12)
             assert bootstrap_interval(values, SMALL) == percentile_interval(row)

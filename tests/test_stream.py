@@ -31,7 +31,7 @@ from bouquet_eval.translation.watchdog import StallWatchdog, TranslatorStalled
 from bouquet_eval.translators import BatchError
 from bouquet_eval.translators.prompt import build_prompt
 
-from .conftest import SAMPLE, python_path
+from .conftest import SAMPLE, patience, python_path
 
 DIRECTIONS = [
     Direction.parse(name)
@@ -236,34 +236,38 @@ def test_a_translator_that_hangs_fails_naming_its_direction(tmp_path: Path) -> N
     def prompt_fn(src_lang: str, tgt_lang: str, text: str) -> str:
         return f"{tgt_lang}\n{text}"
 
-    started = time.monotonic()
+    # Without the watchdog, the translator would go on after 600 s, and raise nothing.
+    stall_timeout = round(patience(1), 1)
     with pytest.raises(TranslatorStalled) as failure:
-        run(tmp_path, Hanging("spa_Latn"), stall_timeout=1, prompt_fn=prompt_fn)
-    assert time.monotonic() - started < 10
+        run(tmp_path, Hanging("spa_Latn"), stall_timeout=stall_timeout, prompt_fn=prompt_fn)
     assert str(failure.value) == (
         "model mymodel, direction eng_Latn-spa_Latn: the translator made no progress for "
-        "1 s (stall_timeout); the directions finished before are kept"
+        f"{stall_timeout:g} s (stall_timeout); the directions finished before are kept"
     )
     assert cached(tmp_path / "mymodel") == sorted(f"{d}.jsonl" for d in DIRECTIONS[:3])
 
 
 class Counting(Upper):
-    """Takes 1.6 s a direction, counting steps as it goes, as an engine does."""
+    """Takes 8 steps of `step` seconds a direction, counting them as it goes, as an engine
+    does."""
 
-    def __init__(self) -> None:
+    def __init__(self, step: float) -> None:
         super().__init__()
         self.usage = {"steps": 0}
+        self.step = step
 
     def translate(self, prompts: list[str]) -> list[str]:
         for _ in range(8):
-            time.sleep(0.2)
+            time.sleep(self.step)
             self.usage["steps"] += 1
         return super().translate(prompts)
 
 
 def test_counted_progress_keeps_a_slow_translator_going(tmp_path: Path) -> None:
-    translator = Counting()
-    output = run(tmp_path, translator, DIRECTIONS[:2], stall_timeout=1)
+    """A direction takes 1.6 times the stall timeout, in steps it counts."""
+    stall_timeout = patience(1)
+    translator = Counting(step=stall_timeout / 5)
+    output = run(tmp_path, translator, DIRECTIONS[:2], stall_timeout=stall_timeout)
     assert translator.calls == [4, 4]
     record = json.loads((output / ".timing" / f"{DIRECTIONS[1]}.json").read_text())
     assert record["steps"] == 8
@@ -286,15 +290,14 @@ STUBBORN = textwrap.dedent(
 
 
 def test_a_translator_that_will_not_stop_ends_the_process() -> None:
-    started = time.monotonic()
+    # It would loop for ever: the timeout fails the test.
     child = subprocess.run(
         [sys.executable, "-c", STUBBORN],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": python_path(), "PATH": ""},
-        timeout=60,
+        timeout=patience(60),
     )
-    assert time.monotonic() - started < 20
     assert child.returncode == 3, child.stderr
     assert "model m, direction d: stalled" in child.stderr
     assert "ignored TranslatorStalled" in child.stderr

@@ -122,3 +122,46 @@ def test_blank_lines_after_the_last_sentence_are_no_lines(tmp_path: Path) -> Non
     path.write_text(path.read_text() + json.dumps(lines()[0]) + "\n")
     with pytest.raises(ValueError, match="4 line"):
         read_translations(path, DIRECTION, ROWS)
+
+
+def test_a_translate_job_s_lines_are_checked_once(
+    tmp_path: Path, dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `provided` model's translate job checks every line of the file it is given; scoring
+    then only parses what the job wrote, and checks a file that is not (edited since, or
+    scored where it was brought)."""
+    from bouquet_eval.data.dataset import resolve_dataset
+    from bouquet_eval.scoring import score
+    from bouquet_eval.translation.translate import translate_model
+
+    source = resolve_dataset({"path": str(dataset)}, fetch=False)
+    direction = Direction("eng_Latn", "fra_Latn")
+    rows = source.load(direction)
+    brought = tmp_path / "brought"
+    brought.mkdir()
+    write(brought / f"{direction}.jsonl", [
+        {"src_lang": "eng_Latn", "tgt_lang": "fra_Latn", "src_text": text, "mt_text": text.upper()}
+        for text in rows["src_text"]
+    ])  # fmt: skip
+    model = {"name": "mine", "translator": "provided", "path": str(brought)}
+    translate_model(model, [direction], source, tmp_path / "runs" / "mine")
+    written = tmp_path / "runs" / "mine" / f"{direction}.jsonl"
+    checked: list[Path] = []
+
+    def read_and_check(path: Path, *arguments: object) -> pd.DataFrame:
+        checked.append(path)
+        return read_translations(path, *arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(score, "read_translations", read_and_check)
+    frame = score.translations_to_score(written.parent, direction, source, None)
+    assert frame["mt_text"].tolist() == rows["src_text"].str.upper().tolist()
+    assert checked == []
+    # Edited by hand since: checked, and the fault named with its line.
+    edited = written.read_text().splitlines(keepends=True)
+    edited[3] = edited[3].replace('"src_text": "', '"src_text": "x')
+    written.write_text("".join(edited))
+    with pytest.raises(ValueError, match=r"\.jsonl, line 4: src_text differs"):
+        score.translations_to_score(written.parent, direction, source, None)
+    # Scored where they were brought (no job wrote them): checked.
+    assert score.translations_to_score(brought, direction, source, None)["mt_text"].tolist()
+    assert checked == [written, brought / f"{direction}.jsonl"]

@@ -1,12 +1,15 @@
-"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz and
-manifest entry."""
+"""Rule script: a model's scores.csv, summary.csv, scored_rows.parquet, resampled.npz, report
+extract and manifest entry."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.outputs import translation_path
 from bouquet_eval.metrics import load_metrics
-from bouquet_eval.planning.cost import with_costs
+from bouquet_eval.planning.cost import is_batch, model_price, with_costs
+from bouquet_eval.planning.plan import model_settings
 from bouquet_eval.planning.runs import recorded_command
 from bouquet_eval.results.aggregate import (
     append_manifest,
@@ -18,37 +21,51 @@ from bouquet_eval.results.aggregate import (
     write_aggregates,
     write_csv,
 )
+from bouquet_eval.results.extracts import ExtractBuilder
+from bouquet_eval.results.leaderboard import lower_is_better_columns, score_columns
 
 AGGREGATE_OUTPUTS = ("scores", "summary", "scored_rows", "resampled")
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         model = plan.models[snakemake.wildcards.model]
+        entry = settings["models"][0]
         scored = [Path(path) for path in snakemake.input.scored]
         directions = plan.directions
-        metrics = load_metrics(plan.metrics, plan.config)
-        resampling = plan.resampling
+        metrics = load_metrics(settings["metrics"], settings)
+        resampling = Resampling(**settings["statistics"])
         timing = with_costs(
             timing_table(model.folder, directions),
-            model.price,
-            model.batch,
+            model_price(settings, entry),
+            is_batch(entry),
         )
+        extracts: list[ExtractBuilder] = []
+
+        def extract(rows: int, names: Sequence[str]) -> ExtractBuilder:
+            builder = ExtractBuilder(
+                rows, names, score_columns(metrics), lower_is_better_columns(metrics)
+            )
+            extracts.append(builder)
+            return builder
+
         scores = write_aggregates(
             scored,
             metrics,
             resampling,
             {name: Path(snakemake.output[name]) for name in AGGREGATE_OUTPUTS},
             timing,
+            extract,
         )
+        extracts[0].extract().write(Path(snakemake.output.extract))
         write_csv(Path(snakemake.output.timing), timing)
         append_manifest(
             Path(snakemake.output.manifest),
             manifest_entry(
-                config=plan.config,
+                settings=settings,
                 model_name=model.name,
-                model_settings=model.translation_settings["model"],
+                model_settings=model_settings(entry),
                 dataset_identity=plan.dataset.identity,
                 directions=directions,
                 metric_signatures=recorded_signatures(scored),

@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics, metric_columns
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.compare import compare_models
@@ -12,16 +13,15 @@ from bouquet_eval.results.compare import compare_models
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
+        settings, models = snakemake.params.settings, snakemake.params.models
         rows = {
-            name: pd.read_parquet(path)
-            for name, path in zip(snakemake.params.models, snakemake.input, strict=True)
+            name: pd.read_parquet(path) for name, path in zip(models, snakemake.input, strict=True)
         }
         comparison = compare_models(
             rows,
-            snakemake.params.baseline,
-            metric_columns(load_metrics(plan.metrics, plan.config)),
-            plan.resampling,
+            settings["compare"]["baseline"] or models[0],
+            metric_columns(load_metrics(settings["metrics"], settings)),
+            Resampling(**settings["statistics"]),
         )
         write_csv(Path(snakemake.output[0]), comparison)
         log.info("%d comparisons written to %s", len(comparison), snakemake.output[0])

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.leaderboard import (
     build_leaderboard,
@@ -18,6 +19,7 @@ from bouquet_eval.results.leaderboard import (
 )
 from bouquet_eval.results.report import RunRecords, figure_paths, write_figures
 from bouquet_eval.results.trust import agreement_notes
+from bouquet_eval.translators.backends import bounds, model_gpus
 
 
 def read_timing(path: Path) -> pd.DataFrame:
@@ -27,11 +29,12 @@ def read_timing(path: Path) -> pd.DataFrame:
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         models = snakemake.params.models
-        metrics = load_metrics(plan.metrics, plan.config)
+        entries = {entry["name"]: entry for entry in settings["models"]}
+        metrics = load_metrics(settings["metrics"], settings)
         columns = score_columns(metrics)
-        resampling = plan.resampling
+        resampling = Resampling(**settings["statistics"])
         inputs = snakemake.input
         results = read_results(
             models,
@@ -46,12 +49,17 @@ def main(snakemake: SnakemakeJob) -> None:
         )
         lower = lower_is_better_columns(metrics)
         board = build_leaderboard(
-            results, columns, lower, resampling, plan.bounds(), target_columns(metrics)
+            results,
+            columns,
+            lower,
+            resampling,
+            bounds(entries.values()),
+            target_columns(metrics),
         )
         board.attrs["decimals"] = report_decimals(metrics)
         for path in snakemake.input.agreement:
             board.attrs["agreement"] = agreement_notes(
-                pd.read_csv(path), plan.config["metaeval"]["decide_by"]
+                pd.read_csv(path), settings["metaeval"]["decide_by"]
             )
         write_leaderboard(board, Path(snakemake.output.csv), Path(snakemake.output.markdown), lower)
         log.info("%d models ranked by %s", len(board), board.attrs["primary"])
@@ -61,8 +69,9 @@ def main(snakemake: SnakemakeJob) -> None:
             timing={
                 m: read_timing(Path(p)) for m, p in zip(models, snakemake.input.timing, strict=True)
             },
-            gpus={name: plan.models[name].gpus for name in models},
-            config=plan.config,
+            gpus={name: model_gpus(entries[name]) for name in models},
+            # The run's page: what the leaderboard read of the configuration, and the dataset.
+            config={**settings, "dataset": plan.dataset.identity},
             manifests={
                 m: json.loads(Path(p).read_text(encoding="utf-8"))
                 for m, p in zip(models, snakemake.input.manifests, strict=True)
@@ -76,7 +85,7 @@ def main(snakemake: SnakemakeJob) -> None:
             run,
             set(lower),
             resampling,
-            snakemake.params.baseline,
+            settings["compare"]["baseline"],
             dict(zip(models, map(Path, snakemake.input.extracts), strict=True)),
         )
         log.info("report figures written to %s", folder)

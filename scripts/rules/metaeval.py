@@ -20,18 +20,18 @@ from bouquet_eval.results.trust import TRUST_STYLE, trust_data, trust_page
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         table = plan.judgements.load(plan.dataset.directions())
-        metrics = scored_columns(plan.metrics, plan.config)
+        metrics = scored_columns(settings["metrics"], settings)
         columns = metrics.columns
         folders = {system: model.folder for system, model in plan.judged.items()}
         scores = oriented(metric_scores(table, folders, columns), set(metrics.lower_is_better))
-        settings = Settings.of(plan.config)
+        statistics = Settings.of(settings)
         trained = metrics.trained(table)
-        frame = correlations(table, scores, settings, trained, workers=snakemake.threads)
+        frame = correlations(table, scores, statistics, trained, workers=snakemake.threads)
         output = Path(snakemake.output.correlations)
         write_atomically(output, lambda temporary: frame.to_csv(temporary, index=False))
-        data = trust_data(pd.read_csv(output), settings.decide_by, settings.significance)
+        data = trust_data(pd.read_csv(output), statistics.decide_by, statistics.significance)
         write_text(Path(snakemake.output.page), trust_page(data, TRUST_STYLE))
         left_out = export_judgements(
             Path(snakemake.output.mtme), table, scores, metrics.reference_free

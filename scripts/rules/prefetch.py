@@ -7,8 +7,8 @@ from bouquet_eval.metrics.records import MetricSet
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]) as log:
-        plan = snakemake.params.plan
-        metrics = MetricSet.of(plan.metrics, plan.config)
+        plan, settings = snakemake.params.plan, snakemake.params.settings
+        metrics = MetricSet.of(settings["metrics"], settings)
         for line in prefetch(plan.dataset, [*plan.hub_needs(), *metrics.hub_needs()]):
             log.info("%s", line)
         for line in fetch_all(metrics.needs_once_fetched()):

@@ -3,20 +3,20 @@
 from pathlib import Path
 
 from bouquet_eval.core.jobs import SnakemakeJob, job_logging
-from bouquet_eval.data.outputs import direction_of
+from bouquet_eval.data.outputs import direction_of, score_settings
 from bouquet_eval.scoring.score import gather_scores
 
 
 def main(snakemake: SnakemakeJob) -> None:
     with job_logging(snakemake.log[0]):
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         folder = Path(snakemake.output[0]).parent
-        dataset, limit = plan.scoring(folder)
+        dataset, limit = plan.scoring(folder, settings["limit"])
         gather_scores(
             [direction_of(path) for path in snakemake.output],
             folder,
             dataset,
-            plan.score_settings,
+            score_settings(settings["metrics"], settings),
             limit,
         )
 

@@ -11,10 +11,10 @@ def main(snakemake: SnakemakeJob) -> None:
         plan = snakemake.params.plan
         translate_planned(
             plan.models[snakemake.params.model],
+            snakemake.params.settings,
             [direction_of(path) for path in snakemake.output],
             plan.dataset,
-            plan.limit,
-            plan.config["stall_timeout"],
+            plan.stall_timeout,
         )
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
+from bouquet_eval.core.stats import Resampling
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -25,7 +26,7 @@ def main(snakemake: SnakemakeJob) -> None:
         tempfile.TemporaryDirectory(prefix="received-") as unpacked,
         tempfile.TemporaryDirectory(prefix="rescored-") as scratch,
     ):
-        plan = snakemake.params.plan
+        plan, settings = snakemake.params.plan, snakemake.params.settings
         output = Path(snakemake.output[0])
         submission = snakemake.params.submission
         configured = list(plan.directions)
@@ -39,24 +40,24 @@ def main(snakemake: SnakemakeJob) -> None:
             submission.unpack(folder, [*configured, *submission.directions])
             log.info("submission '%s': its files to be read are in %s", submission.source, folder)
         claimed = read_claim(folder / "scores.csv")
-        metrics = load_metrics(plan.metrics, plan.config)
+        metrics = load_metrics(settings["metrics"], settings)
         rescoring = Rescoring(
             folder,
             directions_to_verify(configured, claimed, plan.dataset.directions()),
             plan.dataset,
-            plan.limit,
-            list(plan.metrics),
-            plan.config,
-            plan.resampling,
+            settings["limit"],
+            list(settings["metrics"]),
+            dict(settings),
+            Resampling(**settings["statistics"]),
             Path(scratch) / "recomputed.parquet",
         )
         # In the Python of the metrics' own environment, when the configuration names one.
-        python = snakemake.params.python
+        python = snakemake.params.python.value
         recomputed = (
             rescoring.scores_in(python, Path(snakemake.log[0])) if python else rescoring.scores()
         )
         verification = compare_scores(
-            claimed, recomputed, {**tolerances(metrics), **snakemake.params.tolerance}
+            claimed, recomputed, {**tolerances(metrics), **settings["verify"]["tolerance"]}
         )
         write_csv(output, verification)
         log.info(

@@ -15,6 +15,9 @@ rule aggregate:
         scored_rows=update(OUTPUT_DIR / "{model}" / "scored_rows.parquet"),
         # Its bootstrap resamples, which the leaderboard and the report read.
         resampled=update(OUTPUT_DIR / "{model}" / "resampled.npz"),
+        # What the report's pages that span models take of its sentences, from the rows it
+        # writes (results/extracts.py).
+        extract=update(OUTPUT_DIR / "{model}" / EXTRACT_FILE),
         # The manifest is a history: Snakemake must not delete it before the job runs.
         manifest=update(OUTPUT_DIR / "{model}" / "manifest.json"),
     log:
@@ -31,6 +34,7 @@ rule aggregate:
     resources:
         **job_resources("aggregate", 0),
     params:
+        settings=lambda wildcards: PLAN.settings("aggregate", wildcards.model),
         plan=PLAN,
     script:
         "../../scripts/rules/aggregate.py"

@@ -11,6 +11,7 @@ from bouquet_eval.core.config import ConfigError, expand_path, job_name
 from bouquet_eval.data.outputs import AGGREGATES, metric_scores_path
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.planning.channel import Unrecorded
 from bouquet_eval.planning.checks import environment_problem, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.extracts import EXTRACT_FILE
@@ -249,11 +250,6 @@ def compared_models():
     return config["compare"]["models"] or list(MODELS)
 
 
-def compare_baseline():
-    # None in a maintainer's configuration of no model, which only verifies.
-    return config["compare"]["baseline"] or next(iter(compared_models()), None)
-
-
 def scored_rows_of_compared_models():
     return [
         f"{model_dir(MODELS[name])}/scored_rows.parquet" for name in compared_models()
@@ -298,26 +294,12 @@ CLAIMS = {name: None for name in MODELS} | {
 VERIFIED = [f"{RECEIVED}{name}" for name in PLAN.received] or list(MODELS)
 
 
-def verification_fingerprint(model):
-    """Digests of the claim and the translations as they stand: a change redoes the check."""
-    submission = CLAIMS[model]
+def claim_digests(wildcards):
+    """Digests of the claim a check reads, and of its translations, as they stand."""
+    submission = CLAIMS[wildcards.model]
     if submission is not None:
         return submission.fingerprint()
-    return claim_fingerprint(OUTPUT_DIR / model)
-
-
-def verification_inputs(wildcards):
-    """What the check of a model's claim depends on besides its input files: the digests of
-    the claim and the translations as they stand, and the settings that decide the scores.
-    """
-    return {
-        "claim": verification_fingerprint(wildcards.model),
-        "directions": [direction.name for direction in DIRECTIONS],
-        "metrics": list(PLAN.metrics),
-        "metric_settings": PLAN.score_settings,
-        "limit": PLAN.limit,
-        "dataset": DATASET.identity,
-    }
+    return claim_fingerprint(OUTPUT_DIR / wildcards.model)
 
 
 # Meta-evaluation (metaeval.smk): the judged systems' inputs and scored files.

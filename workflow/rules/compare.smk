@@ -9,11 +9,7 @@ rule compare:
     conda:
         "../../envs/workflow.yaml"
     params:
-        plan=PLAN,
+        settings=PLAN.settings("compare"),
         models=compared_models(),
-        baseline=compare_baseline(),
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when={"metrics": list(PLAN.metrics), "statistics": PLAN.statistics},
     script:
         "../../scripts/rules/compare.py"

@@ -27,6 +27,7 @@ from bouquet_eval.planning.runs import (
     refuse_beside_live_runs,
     register,
 )
+from bouquet_eval.planning.snakemake_patch import apply_to_run, unpatched_message
 
 
 onerror:
@@ -92,6 +93,11 @@ onstart:
     refuse_environments_without_their_modules(jobs)
     refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
     refuse_what_the_hub_cannot_give(jobs)
+    # Snakemake's scheduler rounds and job records at the cost of what changed, not of what
+    # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
+    unpatched = apply_to_run(workflow)
+    if unpatched:
+        logger.warning(unpatched_message(unpatched))
     # The console follows these jobs' outputs (bouquet_eval.command.tracker).
     logger.info(
         f"bouquet-eval: the console follows the outputs of the {len(jobs)} jobs to run",

@@ -74,26 +74,20 @@ rule leaderboard:
     conda:
         "../../envs/workflow.yaml"
     params:
+        settings=PLAN.settings("leaderboard"),
         plan=PLAN,
         models=list(MODELS),
-        baseline=config["compare"]["baseline"],
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when={"metrics": list(PLAN.metrics), "statistics": PLAN.statistics},
     script:
         "../../scripts/rules/leaderboard.py"
 
 
-# Each model's share of the report, from its own files alone: its heatmaps (from its scores)
-# and what the pages that span models take of its sentences (violins, its worst and sample
-# sentences with their texts), read by the leaderboard job. Adding a model makes only its own.
+# Each model's heatmaps, from its scores alone (what the pages that span models take of its
+# sentences, its report extract, is made by its aggregation). Adding a model draws only its own.
 # Part of `all` beside the leaderboard.
 rule heatmaps:
     input:
         scores=OUTPUT_DIR / "{model}" / "scores.csv",
-        scored_rows=OUTPUT_DIR / "{model}" / "scored_rows.parquet",
     output:
-        extract=OUTPUT_DIR / "{model}" / EXTRACT_FILE,
         heatmaps=[
             report(
                 heatmap_path(REPORT_DIR, "{model}", column),
@@ -111,7 +105,7 @@ rule heatmaps:
     conda:
         "../../envs/workflow.yaml"
     params:
-        metrics=config["metrics"],
+        settings=PLAN.settings("heatmaps"),
         columns=SCORE_COLUMNS,
     script:
         "../../scripts/rules/heatmaps.py"

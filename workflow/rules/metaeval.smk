@@ -15,6 +15,7 @@ if PLAN.judgements is not None:
         conda:
             "../../envs/workflow.yaml"
         params:
+            settings=PLAN.settings("metaeval_inputs"),
             plan=PLAN,
         script:
             "../../scripts/rules/metaeval_inputs.py"
@@ -42,6 +43,7 @@ rule metaeval:
     # Two threads compute the bootstrap resamples and permutation trials side by side.
     threads: 2
     params:
+        settings=PLAN.settings("metaeval"),
         plan=PLAN,
     script:
         "../../scripts/rules/metaeval.py"

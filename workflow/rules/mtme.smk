@@ -10,13 +10,10 @@ rule mtme:
     conda:
         "../../envs/workflow.yaml"
     params:
+        settings=PLAN.settings("mtme"),
         plan=PLAN,
         models=list(MODELS),
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when={
-            "metrics": list(PLAN.metrics),
-            "directions": [direction.name for direction in DIRECTIONS],
-        },
+        # The directions exported, which no input file names.
+        directions=[direction.name for direction in DIRECTIONS],
     script:
         "../../scripts/rules/mtme.py"

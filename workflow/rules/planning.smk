@@ -113,10 +113,8 @@ def translation_stamp(model, shard, directions):
 
 
 def metric_scores_stamp(model, family, shard, directions):
-    names = METRIC_SET.families()[family]
-
     def outputs():
-        written = PLAN.metric_scores_outputs(model, names, directions)
+        written = PLAN.metric_scores_outputs(model, family, directions)
         if METRIC_SET.gathered_in_score_jobs():
             written += PLAN.scored_outputs(model, directions)
         return written

@@ -9,6 +9,7 @@ rule prefetch:
     conda:
         "../../envs/workflow.yaml"
     params:
+        settings=PLAN.settings("prefetch"),
         plan=PLAN,
     script:
         "../../scripts/rules/prefetch.py"

@@ -3,6 +3,7 @@
 from snakemake.exceptions import WorkflowError
 
 from bouquet_eval.planning.job_cpus import default_cpus
+from bouquet_eval.planning.sharding import fitting_shards
 
 
 def grows_with_attempt(first):
@@ -100,3 +101,26 @@ def warn_of_unused_envmodules():
 
 
 warn_of_unused_envmodules()
+
+
+def jobs_at_once(model):
+    """How many of a model's jobs this run holds at once, from what each of them asks for
+    (bouquet_eval.planning.sharding.fitting_shards): the shards of a model with `shards:
+    auto`. None (as planned: 4 shards) where the run has no cores of its own to fit: on a
+    cluster, in a cluster job, for a report."""
+    cores = workflow.resource_settings.cores
+    if cores is None or not workflow.local_exec or workflow.remote_exec:
+        return None
+    jobs = [
+        (job_settings("score", family=family)["cpus"], score_gpus(family))
+        for family in METRIC_SET.families()
+    ]
+    if model.name in PLAN.models and not model.translated_in_place:
+        jobs.append((job_settings("translate", model)["cpus"], model.gpus))
+    return fitting_shards(cores, workflow.global_resources.get("gpu").value, jobs)
+
+
+# `shards: auto`: each model in as many jobs as the run's cores hold at once, so that none of
+# its jobs waits for a core behind another of its own.
+PLAN = PLAN.fitted(jobs_at_once)
+MODELS = PLAN.models

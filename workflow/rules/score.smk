@@ -39,9 +39,10 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 resources:
                     **job_resources("score", score_gpus(family), family=family),
                 params:
+                    settings=PLAN.settings("score", family=family),
                     plan=PLAN,
                     metrics=names,
-                    python=family_python(family),
+                    python=Unrecorded(family_python(family)),
                 script:
                     "../../scripts/rules/score_metrics.py"
 
@@ -68,6 +69,7 @@ for model in [*MODELS.values(), *PLAN.judged.values()]:
                 "../../envs/workflow.yaml"
             threads: 1
             params:
+                settings=PLAN.settings("score"),
                 plan=PLAN,
             script:
                 "../../scripts/rules/score.py"

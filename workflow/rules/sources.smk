@@ -48,6 +48,17 @@ def workflow_sources(rules_folder):
 REPOSITORY, SOURCES_COMMIT = workflow_sources(workflow.current_basedir)
 PACKAGE_ROOT = str(REPOSITORY / "scripts")
 sys.path.insert(0, PACKAGE_ROOT)
+try:
+    # The package first, from this copy: its console (the logger plugin `bouquet`) waits for
+    # it; the rest of the workflow imports it in turn.
+    import bouquet_eval.planning.plan
+except ModuleNotFoundError as missing:
+    raise WorkflowError(
+        f"bouquet-eval: the workflow's package needs the Python package '{missing.name}', "
+        f"which this environment lacks: install the workflow with its dependencies "
+        f"(pip install '{REPOSITORY}', or `make install` in the checkout; docs/design.md "
+        "says what `snakemake --lint` needs)"
+    ) from None
 
 
 def give_jobs_the_package(own_folders=()):

@@ -37,12 +37,14 @@ rule submission:
         [f"{submission_folder(name)}.tar.gz" for name in MODELS],
 
 
-# No declared inputs: the claim is checked as it stands, and nothing upstream may rewrite it
-# first. `{model}` is a configured model's folder, or received/<name> for a received
-# submission (`submissions`), which is read as data only (bouquet_eval.data.received).
+# The claim is no input: it is checked as it stands, and nothing upstream may rewrite it
+# first; the sentences it is checked against are. `{model}` is a configured model's folder, or
+# received/<name> for a received submission (`submissions`), which is read as data only
+# (bouquet_eval.data.received).
 rule verify_model:
     input:
         once_while_planning,
+        dataset_files(DIRECTIONS),
     output:
         OUTPUT_DIR / "{model}" / "verification.csv",
     log:
@@ -57,13 +59,12 @@ rule verify_model:
     resources:
         **job_resources("score", score_gpus()),
     params:
+        settings=PLAN.settings("verify"),
+        # The digests of the claim as it stands: a changed claim reruns the check.
+        claim=claim_digests,
         submission=lambda wildcards: CLAIMS[wildcards.model],
         plan=PLAN,
-        python=verify_python(),
-        tolerance=config["verify"]["tolerance"],
-        # Only so that a change reruns the job: Snakemake records builtin values, never the
-        # plan, which is what the script reads.
-        rerun_when=verification_inputs,
+        python=Unrecorded(verify_python()),
     script:
         "../../scripts/rules/verify_model.py"
 

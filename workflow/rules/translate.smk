@@ -29,6 +29,9 @@ for model in MODELS.values():
             resources:
                 **job_resources("translate", model.gpus, model),
             params:
+                # What the jobs read of the configuration, which Snakemake records and
+                # compares; the plan's typed fields, which it does not (docs/design.md).
+                settings=PLAN.settings("translate", model.name),
                 plan=PLAN,
                 model=model.name,
             script:

@@ -23,10 +23,12 @@ from typing import Any
 import yaml
 
 from bouquet_eval.core.config import ConfigError, load_yaml
-from bouquet_eval.core.home import snakefile
+from bouquet_eval.core.home import snakefile, workflow_home
 from bouquet_eval.core.io import atomic_path, json_reason
 from bouquet_eval.data.judgements import MET_BOUQUET
 from bouquet_eval.metrics.records import RECORDS
+from bouquet_eval.planning.channel import MODEL_KEYED, declared_settings, shared_settings
+from bouquet_eval.planning.schema import load_schema, validate_config
 from bouquet_eval.planning.sharding import parse_part
 from bouquet_eval.translators.backends import BACKENDS, ENTRY_PROPERTIES
 
@@ -35,9 +37,6 @@ SAVED_CONFIG = "bouquet-eval.yaml"
 
 RUNS_CONFIG = "bouquet-eval-leaderboard.yaml"
 """In a folder of runs: the configuration that ranks its models side by side."""
-
-SHARED_KEYS = ("dataset", "directions", "limit", "metrics", "metricx", "glotlid")
-"""What the models of one leaderboard share: the same sentences, scored the same way."""
 
 DEFAULT_METRICS = ("chrf", "metricx", "glotlid")
 """The benchmark's metrics, which the command computes unless told otherwise."""
@@ -412,29 +411,71 @@ def _metric_settings(args: Any, config: dict[str, Any]) -> None:
 
 def runs_config(runs: Path) -> dict[str, Any]:
     """The configuration that ranks, side by side, every model that `bouquet-eval` ran into a
-    folder of `runs` (each `<runs>/<model>/bouquet-eval.yaml`): their entries, and what they
-    share. Their outputs are current, so only the leaderboard and the report are made."""
+    folder of `runs` (each `<runs>/<model>/bouquet-eval.yaml`): their entries and their own
+    settings (`prices`), and what they share. Their outputs are current, so only the
+    leaderboard and the report are made.
+
+    What they share is what the leaderboard's jobs, and those whose outputs it reads, receive
+    of the configuration, besides each model's own settings, and the sentences
+    (`channel.shared_settings`): runs that differ in any of it are refused before any job
+    runs, naming the setting, both values and both folders; runs that differ only in what none
+    of those jobs reads (resources, comparisons, verification, ...) are ranked together, with
+    the first folder's."""
     saved = sorted(runs.glob(f"*/{SAVED_CONFIG}"))
     if not saved:
         raise ConfigError(
             f"{runs}: no <model>/{SAVED_CONFIG}: run models into it first, e.g. "
             f"`bouquet-eval run ... --output-dir {runs / '<model>'}`"
         )
+    home = workflow_home()
+    if home is None:
+        raise ConfigError(
+            "bouquet-eval: no checkout of the workflow, whose schema says what runs share"
+        )
+    schema = load_schema(home / "workflow" / "schemas" / "config.schema.yaml")
+    settings = declared_settings(schema)
     configs = [(path, load_yaml(path)) for path in saved]
-    first_path, first = configs[0]
-    for path, config in configs[1:]:
-        for key in SHARED_KEYS:
-            if config.get(key) != first.get(key):
+    shared = []
+    for path, config in configs:
+        try:
+            validated = validate_config(copy.deepcopy(config), schema)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: {error}", error.key) from None
+        shared.append(
+            {key: value for key, (_, value) in shared_settings(validated, settings).items()}
+        )
+    (first_path, _), first_shared = configs[0], shared[0]
+    for (path, _), theirs in zip(configs[1:], shared[1:], strict=True):
+        for key in sorted(set(first_shared) | set(theirs), key=str):
+            if first_shared.get(key) != theirs.get(key):
                 raise ConfigError(
-                    f"{path}: {key} is not that of {first_path}, and the models of a "
-                    "leaderboard are scored on the same sentences with the same metrics: run "
-                    "them with the same --dataset-path, selection, --limit and --metrics"
+                    f"{path.parent} and {first_path.parent} differ in {key}: "
+                    f"{_value(theirs, key)} in {path}, {_value(first_shared, key)} in "
+                    f"{first_path}; the models of one leaderboard are scored on the same "
+                    "sentences with the same settings: run them with the same "
+                    "--dataset-path, selection, --limit, --metrics and metric settings",
+                    key,
                 )
-    whole = copy.deepcopy(first)
+    whole = copy.deepcopy(configs[0][1])
     whole["output_dir"] = "."
     whole["models"] = [entry for _, config in configs for entry in config["models"]]
     # Where each run found its code of its own, should a model's translations be redone.
     whole["python_path"] = list(
         dict.fromkeys(folder for _, config in configs for folder in config.get("python_path", []))
     )
+    for key in MODEL_KEYED:
+        # Each model's own, from its run.
+        own = {
+            name: value
+            for _, config in configs
+            for name, value in (config.get(key) or {}).items()
+            if name in {entry["name"] for entry in config["models"]}
+        }
+        whole.pop(key, None)
+        if own:
+            whole[key] = own
     return whole
+
+
+def _value(shared: Mapping[str, Any], key: str) -> str:
+    return json.dumps(shared[key], ensure_ascii=False) if key in shared else "(not set)"

@@ -118,7 +118,7 @@ class ResumableOutput:
         if record is None or "output" not in record:
             return "no record of what produced it"
         if record.get("digest") != self.digest:
-            return "its settings changed"
+            return f"its settings changed: {settings_change(record.get('settings'), self.settings)}"
         recorded_inputs = record.get("inputs") or {}
         if set(recorded_inputs) != set(self.inputs):
             return "its inputs changed"
@@ -147,6 +147,18 @@ class ResumableOutput:
 
     def is_current(self) -> bool:
         return self.stale_reason() is None
+
+    def holds_what_was_written(self) -> bool:
+        """Whether the output and its `inputs` hold what they held when it was written, with
+        whatever settings (which `is_current` checks too); its record may name more inputs."""
+        record = self.record()
+        if record is None or "output" not in record:
+            return False
+        recorded = record.get("inputs") or {}
+        return all(
+            role in recorded and _state(recorded[role]).matches(path)
+            for role, path in self.inputs.items()
+        ) and _state(record["output"]).matches(self.path)
 
     @cached_property
     def input_states(self) -> dict[str, FileState]:
@@ -219,6 +231,33 @@ class ResumableOutput:
             "environment": dict(environment or {}),
         }
         write_json(self.sidecar, record)
+
+
+def _shown(value: Any, width: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _differences(before: Any, after: Any, path: str) -> list[str]:
+    if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+        return [] if before == after else [f"{path} ({_shown(before)} -> {_shown(after)})"]
+    found = []
+    for key in sorted(set(before) | set(after), key=str):
+        where = f"{path}.{key}" if path else str(key)
+        if key not in before:
+            found.append(f"{where} (new: {_shown(after[key])})")
+        elif key not in after:
+            found.append(f"{where} (no longer a setting; was {_shown(before[key])})")
+        else:
+            found += _differences(before[key], after[key], where)
+    return found
+
+
+def settings_change(recorded: Any, current: Mapping[str, Any]) -> str:
+    """Which settings differ from those an output recorded, with both values: what a person
+    reads to know why it is rebuilt (a setting changed, or a release added or removed one)."""
+    before = recorded if isinstance(recorded, Mapping) else {}
+    return "; ".join(_differences(before, current, "")) or "recorded under another digest"
 
 
 def remove_stray_temporaries(outputs: Iterable[ResumableOutput]) -> list[Path]:
@@ -333,8 +372,14 @@ def stamp_input(stamp: Path) -> list[str]:
 
 
 def describe(stale: list[StaleOutput], shown: int = 10) -> str:
-    """A message for the person running the workflow."""
+    """A message for the person running the workflow: how many outputs each reason (each
+    changed setting, with its values) makes stale, then the outputs."""
     lines = [f"{len(stale)} existing output(s) are not current and will be rebuilt:"]
+    reasons: dict[str, int] = {}
+    for item in stale:
+        reasons[item.reason] = reasons.get(item.reason, 0) + 1
+    if len(stale) > 1:
+        lines += [f"  {count} because {reason}" for reason, count in reasons.items()]
     lines += [f"  {item.path}: {item.reason}" for item in stale[:shown]]
     if len(stale) > shown:
         lines.append(f"  ... and {len(stale) - shown} more")

@@ -62,6 +62,15 @@ def translation_output(
     return ResumableOutput(translation_path(model_dir, direction), settings, inputs)
 
 
+def written_by_translate_job(model_dir: Path, direction: Direction, dataset_file: Path) -> bool:
+    """Whether the direction's translations are what a translate job wrote from this dataset
+    file: such a job writes only lines it checked against the file's sentences (a `provided`
+    model's, line by line), so that scoring them need not check them again."""
+    return ResumableOutput(
+        translation_path(model_dir, direction), {}, {"dataset": dataset_file}
+    ).holds_what_was_written()
+
+
 def metric_scores_output(
     model_dir: Path,
     metric: str,
@@ -101,12 +110,15 @@ def score_settings(metrics: Sequence[str], config: Mapping[str, Any]) -> dict[st
     return {"metrics": list(metrics), "settings": {name: config.get(name) for name in metrics}}
 
 
+EXTRACT_FILE = "report_extract.parquet"
+"""What the report takes of a model's sentences (`results.extracts`)."""
 AGGREGATES = (
     "scores.csv",
     "summary.csv",
     "timing.csv",
     "scored_rows.parquet",
     "resampled.npz",
+    EXTRACT_FILE,
 )
 """A model's aggregates, made from every scored direction (its manifest is a history)."""
 

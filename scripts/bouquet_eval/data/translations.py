@@ -64,13 +64,17 @@ def read_translations(
 
 
 def read_checked_translations(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
-    """What `read_translations` returns, from a file it has already accepted against these
-    `rows` (a score job's record says so, and the file is unchanged since): its lines are only
-    parsed. Gathering a direction's scores reads the translations a second time, and checking
-    them again would cost it more than the rest of its work."""
+    """What `read_translations` returns, from a file already checked against these `rows` (a
+    record says so, and the file is unchanged since): its lines are only parsed. A score job
+    reads what a translate job wrote, which checked each line it wrote (a `provided` model's
+    against the dataset, line by line); gathering a direction's scores reads what the score
+    jobs checked. Checking them again would cost either more than the rest of its reading.
+    ValueError where the file does not hold one line per row, as a checked file does."""
     with open(path, encoding="utf-8") as handle:
-        lines = [json.loads(text) for text in islice(handle, len(rows))]
-    return _frame(rows, lines)
+        texts = handle.readlines()
+    if len(texts) < len(rows) or any(text.strip() for text in texts[len(rows) :]):
+        raise ValueError(f"{path}: not one line for each of the {len(rows)} sentences checked")
+    return _frame(rows, [json.loads(text) for text in islice(texts, len(rows))])
 
 
 def _frame(rows: pd.DataFrame, lines: list[dict[str, Any]]) -> pd.DataFrame:

@@ -31,6 +31,7 @@ import pandas as pd
 from bouquet_eval.core.devices import resolve_device
 from bouquet_eval.core.environment import cached_commit
 from bouquet_eval.data.hub import HubFiles, snapshot
+from bouquet_eval.metrics.metricx import token_budget_batches
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,11 @@ PRECISIONS = ("float32", "bfloat16", "float16")
 CHECKPOINT = "checkpoints/model.ckpt"
 HPARAMS = "hparams.yaml"
 CHECKPOINT_FILES = (HPARAMS, CHECKPOINT)
-# unbabel-comet's `comet-score` default.
+# unbabel-comet's `comet-score` default, for batches of a fixed size (`batch_tokens: null`).
 DEFAULT_BATCH_SIZE = 16
+# Tokens per batch (its segments times the longest one's tokens, every field counted): the
+# default, as MetricX's; benchmarks/comet_gpu.py measures others.
+DEFAULT_BATCH_TOKENS = 16384
 # Lightning and unbabel-comet announce their set-up and services while a checkpoint loads.
 QUIET_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "comet")
 
@@ -123,6 +127,7 @@ class CometMetric:
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "auto",
         precision: str = "auto",
+        batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
     ) -> None:
         if precision not in ("auto", *PRECISIONS):
             raise ValueError(
@@ -130,8 +135,11 @@ class CometMetric:
             )
         if batch_size < 1:
             raise ValueError(f"{self.name} batch_size must be positive, not {batch_size}")
+        if batch_tokens is not None and batch_tokens < 1:
+            raise ValueError(f"{self.name} batch_tokens must be positive, not {batch_tokens}")
         self.model_name = str(model or self.default_model)
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.device = device
         self.precision = precision
         self._model: Any = None
@@ -193,23 +201,32 @@ class CometMetric:
     def predict(self, rows: pd.DataFrame) -> Any:
         """unbabel-comet's Prediction for the rows, in their order.
 
-        The batches, their order and every model call are those of the model's own `predict`
-        (what comet-score runs): sentences sorted by the source's length in characters, cut
-        into `batch_size` batches, each prepared by `prepare_for_inference` and scored by
-        `predict_step`, the order restored. What is left out is Lightning's Trainer, which that
-        `predict` builds on every call: it starts data-loader processes and moves the whole
-        model to the GPU and, at its teardown, back to the CPU, once per direction in a score
-        job (seconds of copying per call for xCOMET-XL; benchmarks/gpu_results.md).
+        Every model call is the model's own (what `comet-score` runs): each batch prepared by
+        `prepare_for_inference` and scored by `predict_step`, the order restored. The batches
+        are this metric's (`batches`): by default sorted by length and sized by tokens, so that
+        little of the GPU's work is padding; with `batch_tokens: null`, those of the model's
+        own `predict` (sorted by the source's length in characters, `batch_size` each), whose
+        scores are comet-score's exactly. Every batch is prepared before the first is scored,
+        copied to the device from pinned memory without waiting, and the scores come back in
+        one copy at the end: the host never waits on the GPU between batches (but for
+        xCOMET's error spans, which unbabel-comet decodes batch by batch on the host).
+        Left out is Lightning's Trainer, which that `predict` builds on every call: it starts
+        data-loader processes and moves the whole model to the GPU and, at its teardown, back
+        to the CPU, once per direction in a score job (seconds of copying per call for
+        xCOMET-XL; benchmarks/gpu_results.md).
         """
-        import numpy as np
         import torch
         from comet.models.utils import Prediction, flatten_metadata, restore_list_order
-        from pytorch_lightning.utilities import move_data_to_device
 
         model = self.load()
         samples = self.samples(rows)
-        order = np.argsort([len(sample["src"]) for sample in samples])
+        batches = self.batches(model, samples)
         device = torch.device(resolve_device(self.device))
+        pinned = device.type == "cuda"
+        prepared = [
+            _on_host(model.prepare_for_inference([samples[i] for i in batch]), pinned)
+            for batch in batches
+        ]
         outputs = []
         # unbabel-comet casts a float16 model's head inputs to float16 itself (as comet-score
         # runs it), but not a bfloat16 one's: autocast gives every matmul bfloat16 inputs.
@@ -221,12 +238,10 @@ class CometMetric:
                 enabled=self.resolved_precision() == "bfloat16",
             ),
         ):
-            for start in range(0, len(samples), self.batch_size):
-                batch = model.prepare_for_inference(
-                    [samples[index] for index in order[start : start + self.batch_size]]
-                )
-                outputs.append(model.predict_step(move_data_to_device(batch, device)))
-        scores = torch.cat([output["scores"] for output in outputs]).tolist()
+            for batch in prepared:
+                outputs.append(model.predict_step(_to_device(batch, device)))
+            scores = torch.cat([output["scores"] for output in outputs]).tolist()
+        order = [index for batch in batches for index in batch]
         prediction = Prediction(
             scores=restore_list_order(scores, order), system_score=sum(scores) / len(scores)
         )
@@ -236,6 +251,26 @@ class CometMetric:
                 **{key: restore_list_order(values, order) for key, values in metadata.items()}
             )
         return prediction
+
+    def batches(self, model: Any, samples: Sequence[dict[str, str]]) -> list[list[int]]:
+        """Indices into `samples`, batch by batch: under `batch_tokens` (each segment's tokens,
+        every field counted as the encoder cuts it, times the batch's longest), longest first
+        (`metricx.token_budget_batches`); else `batch_size` at a time in the order of the
+        sources' lengths in characters, as unbabel-comet's `predict` makes them."""
+        import numpy as np
+
+        if self.batch_tokens is None:
+            order = np.argsort([len(sample["src"]) for sample in samples])
+            return [
+                order[start : start + self.batch_size].tolist()
+                for start in range(0, len(samples), self.batch_size)
+            ]
+        encoder = model.encoder
+        lengths = np.zeros(len(samples), dtype=np.int64)
+        for field in samples[0]:
+            ids = encoder.tokenizer([sample[field] for sample in samples])["input_ids"]
+            lengths += np.minimum([len(row) for row in ids], encoder.max_positions)
+        return token_budget_batches(lengths.tolist(), self.batch_tokens)
 
     def load(self) -> Any:
         """The model, loaded on the first call: offline, in the resolved precision."""
@@ -290,6 +325,35 @@ class XComet(CometMetric):
                 for sentence in spans
             ],
         }
+
+
+def _on_host(batch: Any, pinned: bool) -> Any:
+    """A prepared batch's tensors, in page-locked memory when they go to a GPU: copies from it
+    run beside the GPU's work, where copies from plain memory wait for it."""
+    if not pinned:
+        return batch
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.pin_memory()
+    if isinstance(batch, dict):
+        return {key: _on_host(value, pinned) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_on_host(value, pinned) for value in batch)
+    return batch
+
+
+def _to_device(batch: Any, device: Any) -> Any:
+    """`_on_host`'s batch on `device`, copied without waiting (pinned memory)."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {key: _to_device(value, device) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device(value, device) for value in batch)
+    return batch
 
 
 def error_spans(prediction: Any) -> list[list[ErrorSpan]]:

@@ -168,39 +168,61 @@ class MetricX:
     ) -> tuple[list[float], BatchCounts]:
         """Scores of `sequences` in their order, computed batch by batch as `batches` groups them.
 
-        `batches` holds indices into `sequences`, each exactly once.
+        `batches` holds indices into `sequences`, each exactly once. Every batch is padded
+        before the first is scored and copied to the device from pinned memory without
+        waiting; the scores stay on the device until the last batch is done and come back in
+        one copy: the host never waits on the GPU between batches.
         """
         import torch
 
         if sorted(index for batch in batches for index in batch) != list(range(len(sequences))):
             raise ValueError("metricx: every segment must be in exactly one batch")
         self._load()
-        scores: dict[int, float] = {}
-        counts = BatchCounts(segments=len(sequences), batches=len(batches))
+        device = self._model.device
+        padded = [
+            self._pad([sequences[index] for index in batch], pinned=device.type == "cuda")
+            for batch in batches
+        ]
+        counts = BatchCounts(
+            segments=len(sequences),
+            batches=len(batches),
+            real_tokens=sum(len(sequence) for sequence in sequences),
+            padded_tokens=sum(input_ids.numel() for input_ids, _ in padded),
+        )
         with torch.inference_mode():
-            for batch in batches:
-                members = [sequences[index] for index in batch]
-                input_ids, attention_mask = self._pad(members)
-                counts.real_tokens += sum(len(member) for member in members)
-                counts.padded_tokens += input_ids.numel()
-                scores.update(zip(batch, self._forward(input_ids, attention_mask), strict=True))
+            logits = [
+                self._forward(
+                    input_ids.to(device, non_blocking=True),
+                    attention_mask.to(device, non_blocking=True),
+                )
+                for input_ids, attention_mask in padded
+            ]
+            values = torch.cat(logits).float().clamp(*SCORE_RANGE).tolist()
+        scores = [0.0] * len(sequences)
+        for index, value in zip((i for batch in batches for i in batch), values, strict=True):
+            scores[index] = value
         self.counts.add(counts)
-        return [scores[index] for index in range(len(sequences))], counts
+        return scores, counts
 
-    def _pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _pad(
+        self, sequences: Sequence[Sequence[int]], pinned: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch's ids and attention mask on the host, padded to its longest sequence (rounded
+        up to `pad_multiple`); in page-locked memory when `pinned`, for copies that do not wait."""
+        import numpy as np
         import torch
 
         longest = max(len(sequence) for sequence in sequences)
         width = -(-longest // self.pad_multiple) * self.pad_multiple
-        input_ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
-        attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, sequence in enumerate(sequences):
-            input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-            attention_mask[row, : len(sequence)] = 1
-        device = self._model.device
-        return input_ids.to(device), attention_mask.to(device)
+        lengths = np.array([len(sequence) for sequence in sequences])
+        attention_mask = np.arange(width)[None, :] < lengths[:, None]
+        input_ids = np.full((len(sequences), width), PAD_ID, dtype=np.int64)
+        input_ids[attention_mask] = np.concatenate([np.asarray(s) for s in sequences])
+        tensors = (torch.from_numpy(input_ids), torch.from_numpy(attention_mask.astype(np.int64)))
+        return (tensors[0].pin_memory(), tensors[1].pin_memory()) if pinned else tensors
 
-    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[float]:
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The score logit of each input, on the device (unclamped)."""
         import torch
 
         # The regression head reads one decoder step, started from the pad id as T5 decoders are.
@@ -213,7 +235,7 @@ class MetricX:
             decoder_input_ids=decoder_input_ids,
             use_cache=False,
         ).logits
-        return logits[:, 0, self._score_id].float().clamp(*SCORE_RANGE).tolist()
+        return logits[:, 0, self._score_id]
 
     def _load_tokenizer(self) -> Any:
         if self._tokenizer is None:

@@ -137,8 +137,11 @@ class MetricRecord:
     """The licence of its default model, where it has one."""
     settings: Mapping[str, Mapping[str, Any]] | None = None
     """JSON Schema of each setting of its configuration section (named as the metric), with
-    its default: the configuration schema's section of it. None: it takes no settings, and
-    the configuration has no section of its name."""
+    its default and what it can change (`changes`: `[scores]` for what decides its scores,
+    with `jobs` where it also moves its score jobs, as a device does; a setting added by a
+    release names the release, `added`, see bouquet_eval.planning.channel): the configuration
+    schema's section of it. None: it takes no settings, and the configuration has no section
+    of its name."""
 
     def settings_schema(self) -> dict[str, Any]:
         """The configuration section's schema, from `settings`."""
@@ -216,6 +219,8 @@ _DEVICE_SETTING: Mapping[str, Any] = MappingProxyType(
         "type": "string",
         "pattern": "^(auto|cpu|cuda(:[0-9]+)?)$",
         "default": "auto",
+        # Its precision follows the device, and its score jobs hold a GPU or not.
+        "changes": ["jobs", "scores"],
     }
 )
 """A `device` setting: the record's `device_setting`, which decides whether its job holds a
@@ -299,12 +304,23 @@ def _comet(
                 "type": "string",
                 "minLength": 1,
                 "default": default_model,
+                "changes": ["scores"],
+            },
+            "batch_tokens": {
+                "description": "Tokens per batch (segments times the longest one's tokens, "
+                "every field counted): batches sorted by length and sized by tokens. null: "
+                "comet-score's batches of batch_size, in the order of the sources' lengths.",
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "default": 16384,
+                "changes": ["scores"],
             },
             "batch_size": {
-                "description": "Sentences per batch (comet-score's default).",
+                "description": "Segments per batch where batch_tokens is null.",
                 "type": "integer",
                 "minimum": 1,
                 "default": 16,
+                "changes": ["scores"],
             },
             "device": _DEVICE_SETTING,
             "precision": {
@@ -313,6 +329,7 @@ def _comet(
                 "type": "string",
                 "enum": ["auto", "float32", "bfloat16", "float16"],
                 "default": "auto",
+                "changes": ["scores"],
             },
         },
         **facts,
@@ -378,6 +395,7 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
                 "type": "string",
                 "minLength": 1,
                 "default": DEFAULT_ENCODER,
+                "changes": ["scores"],
             },
             "checkpoint": {
                 "description": "Hub repository of the BLASER 2.0 checkpoint (model.pt), or a "
@@ -385,12 +403,14 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
                 "type": "string",
                 "minLength": 1,
                 "default": checkpoint,
+                "changes": ["scores"],
             },
             "batch_size": {
                 "description": "Sentences per batch of the encoder (sorted by length).",
                 "type": "integer",
                 "minimum": 1,
                 "default": DEFAULT_BATCH_SIZE,
+                "changes": ["scores"],
             },
             "device": _DEVICE_SETTING,
             "dtype": {
@@ -399,6 +419,7 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
                 "type": "string",
                 "enum": ["auto", "float32", "bfloat16", "float16"],
                 "default": "auto",
+                "changes": ["scores"],
             },
             "languages": {
                 "description": "BOUQuET codes (with or without glottocode) -> the SONAR code to "
@@ -407,6 +428,7 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
                 "type": "object",
                 "additionalProperties": {"type": "string", "pattern": "^[a-z]{3}_[A-Z][a-z]{3}$"},
                 "default": {},
+                "changes": ["scores"],
             },
         },
         **facts,
@@ -492,6 +514,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "-bfloat16, large and xxl variants work too.",
                     "type": "string",
                     "default": "google/metricx-24-hybrid-xl-v2p6",
+                    "changes": ["scores"],
                 },
                 "tokenizer": {
                     "description": "mT5's tokenizer, for every size: a Hub id or a folder with "
@@ -499,12 +522,14 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "pipeline's tokenizer is built (docs/architecture.md, MetricX-24).",
                     "type": "string",
                     "default": "google/mt5-xl",
+                    "changes": ["scores"],
                 },
                 "qe": {
                     "description": "Reference-free (quality estimation) scoring: source and "
                     "candidate only.",
                     "type": "boolean",
                     "default": False,
+                    "changes": ["scores"],
                 },
                 "device": _DEVICE_SETTING,
                 "dtype": {
@@ -513,6 +538,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "type": "string",
                     "enum": ["auto", "float32", "bfloat16", "float16"],
                     "default": "auto",
+                    "changes": ["scores"],
                 },
                 "batch_tokens": {
                     "description": "Token budget of a batch: segments are sorted by length and "
@@ -524,6 +550,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "type": "integer",
                     "minimum": 1,
                     "default": 16384,
+                    "changes": ["scores"],
                 },
             },
         ),
@@ -549,12 +576,14 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
                     "the Hugging Face hub.",
                     "type": "string",
                     "default": "cis-lmu/glotlid/model_v3.bin",
+                    "changes": ["scores"],
                 },
                 "revision": {
                     "description": "Hub revision of the model file (a pinned commit for "
                     "reproducibility).",
                     "type": ["string", "null"],
                     "default": None,
+                    "changes": ["scores"],
                 },
             },
         ),

@@ -1,10 +1,12 @@
 """The plan of a run: everything the validated configuration decides, derived once.
 
-The workflow builds one `Plan` while Snakemake parses it (`load_plan`) and hands it, or a
-model's part of it, to every job as a parameter; jobs never derive settings, paths, the
-dataset or the secrets' names from the configuration themselves. Snakemake records a job's
-parameters only when they are builtin values, so these objects never make it rerun a job:
-whether an output is current is decided in one place, `bouquet_eval.core.freshness`.
+The workflow builds one `Plan` while Snakemake parses it (`load_plan`). Every job receives two
+things from it: the slice of the configuration its rule reads (`Plan.settings`, plain data that
+Snakemake records and compares, bouquet_eval.planning.channel), and the plan itself, whose typed
+fields (the dataset, the directions, the models' folders, what changes no output) Snakemake does
+not record. The plan holds no configuration of its own: jobs never derive settings, paths, the
+dataset or the secrets' names from the configuration themselves. Whether an existing output is
+current is decided in one place, `bouquet_eval.core.freshness`, from digests of the same slices.
 
 Building a plan writes nothing and changes no environment variable. It reads files: the
 configuration's schema, the dataset's folder, a table saved by `datasets` (whose language
@@ -20,8 +22,8 @@ announces the selection once Snakemake plans the run, not while it parses the wo
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,6 @@ from bouquet_eval.core.environment import workflow_commit
 from bouquet_eval.core.freshness import ResumableOutput
 from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
-from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
 from bouquet_eval.data.hub import PARTS, HubFiles
 from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
@@ -43,16 +44,19 @@ from bouquet_eval.data.outputs import (
 )
 from bouquet_eval.data.prefetch import is_local
 from bouquet_eval.data.received import ReceivedSubmission, SubmissionError, receive
+from bouquet_eval.metrics import load_metrics
 from bouquet_eval.metrics.records import RECORDS, MetricSet
+from bouquet_eval.planning.channel import declared_settings, slice_of
 from bouquet_eval.planning.cost import is_batch, model_price
-from bouquet_eval.planning.schema import plain_config, validate_config
-from bouquet_eval.planning.sharding import assign_shards, take_part
+from bouquet_eval.planning.schema import load_schema, plain_config, validate_config
+from bouquet_eval.planning.sharding import AUTO, assign_shards, take_part
 from bouquet_eval.translators.backends import (
     BACKENDS,
-    bounds,
+    deciding_settings,
     model_cpus,
     model_environment,
     model_gpus,
+    operational_settings,
     prompt_fn_spec,
     translator_arguments,
 )
@@ -104,6 +108,9 @@ class ModelPlan:
     translator: str = "provided"
     arguments: Mapping[str, Any] = field(default_factory=dict)
     """What its translator is built with, besides the job's context (`translator_arguments`)."""
+    operational: Mapping[str, Any] = field(default_factory=dict)
+    """Those of its `arguments` that change only the speed of its translations: its translate
+    jobs receive them here, unrecorded; the rest, in their slice of the configuration."""
     prompt_fn: str | None = None
     """Its prompt function: its own, its backend's, or None for the default (`prompt_fn_spec`)."""
     prompt_kwargs: Mapping[str, Any] | None = None
@@ -122,6 +129,8 @@ class ModelPlan:
     hand it (`Backend.request_cache`); None for a translator that keeps none."""
     takes_limit: bool = False
     """Whether its translate jobs hand its translator the run's `limit` (`Backend.takes_limit`)."""
+    fits_run: bool = False
+    """Whether its shards are `auto`: fitted to the run's cores (`Plan.fitted`)."""
 
     @property
     def translated_in_place(self) -> bool:
@@ -133,10 +142,26 @@ class ModelPlan:
         return None if self.provided is None else self.provided / f"{direction}.jsonl"
 
 
+STAGES_OF_A_MODEL = ("translate", "aggregate")
+"""The stages whose slices are a model's own (its entry's settings, its prices)."""
+STAGES_OF_THE_RUN = (
+    "score",
+    "heatmaps",
+    "leaderboard",
+    "compare",
+    "mtme",
+    "metaeval_inputs",
+    "metaeval",
+    "submission",
+    "verify",
+    "prefetch",
+)
+"""The stages whose slices are the run's (`score`: the jobs that gather every metric's columns;
+a family of metrics' score jobs have a slice of their family's)."""
+
+
 @dataclass(frozen=True)
 class Plan:
-    config: Mapping[str, Any]
-    """The validated configuration, defaults filled in (real values)."""
     sources: Sources
     output_dir: Path
     dataset: DatasetSource
@@ -145,10 +170,21 @@ class Plan:
     (`directions.shard`)."""
     selected: int
     """How many directions the filters select, before a part of them is taken."""
+    part: str | None
+    """This run's part of the selection (`directions.shard`), which its models' shards split."""
     models: Mapping[str, ModelPlan]
     metrics: Sequence[str]
-    score_settings: Mapping[str, Any]
-    """What decides a direction's scores (`outputs.score_settings`)."""
+    families: Mapping[str, Sequence[str]]
+    """The families of metrics whose score jobs are their own (`MetricSet.families`)."""
+    slices: Mapping[tuple[str, str | None], Mapping[str, Any]]
+    """(stage, model or family) -> what its jobs read of the configuration (`settings`)."""
+    limit: int | None
+    """Sentences per direction, for what the main process reads itself (the selection's
+    announcement, the estimates of a dry run); jobs read it in their slice."""
+    stall_timeout: float | None
+    """Seconds a translate job waits for its translator to move (changes no output)."""
+    python_path: Sequence[str]
+    """Where code of one's own is imported from, as configured (changes no output)."""
     received: Mapping[str, ReceivedSubmission]
     """Submissions received for verification (`submissions`), by model name."""
     secret_variables: frozenset[str]
@@ -164,14 +200,37 @@ class Plan:
         # script element): a summary, with no text of the configuration.
         return f"plan of {len(self.models)} model(s) on {len(self.directions)} direction(s)"
 
-    @property
-    def limit(self) -> int | None:
-        return self.config["limit"]
+    def settings(
+        self, stage: str, model: str | None = None, family: str | None = None
+    ) -> Mapping[str, Any]:
+        """What the jobs of `stage` read of the configuration (a model's, for the stages of a
+        model; a family's score jobs', given the family): the parameter `settings` of the
+        rule, which Snakemake records and compares (bouquet_eval.planning.channel)."""
+        return self.slices[(stage, model if stage in STAGES_OF_A_MODEL else family)]
+
+    def fitted(self, jobs_at_once: Callable[[ModelPlan], int | None]) -> Plan:
+        """This plan with each `shards: auto` model (and judged system) in as many shards as
+        `jobs_at_once(model)` says: how many of its jobs the run holds at once (None: as
+        planned)."""
+
+        def fitted_model(model: ModelPlan, part: str | None) -> ModelPlan:
+            count = jobs_at_once(model) if model.fits_run else None
+            if count is None:
+                return model
+            directions = [d for chosen in model.shards.values() for d in chosen]
+            return replace(model, shards=assign_shards(directions, count, part))
+
+        part = self.part
+        return replace(
+            self,
+            models={name: fitted_model(m, part) for name, m in self.models.items()},
+            judged={name: fitted_model(m, None) for name, m in self.judged.items()},
+        )
 
     def import_folders(self) -> list[str]:
         """`python_path`, absolute: where code of one's own is imported from."""
         home = {HOME_VARIABLE: str(self.sources.repository)}
-        return [str(expand_path(folder, home).absolute()) for folder in self.config["python_path"]]
+        return [str(expand_path(folder, home).absolute()) for folder in self.python_path]
 
     def secrets(self) -> frozenset[str]:
         """The secret values this process knows (see `secrets.known_secrets`)."""
@@ -191,54 +250,49 @@ class Plan:
             for direction in directions
         ]
 
+    @property
+    def score_settings(self) -> dict[str, Any]:
+        """What decides a direction's scored file (`outputs.score_settings`)."""
+        settings = self.settings("score")
+        return score_settings(settings["metrics"], settings)
+
     def scored_outputs(
         self, model: ModelPlan, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
         dataset = self.dataset_of(model)
+        settings = self.score_settings
         return [
-            scored_output(model.folder, direction, self.score_settings, dataset.file(direction))
+            scored_output(model.folder, direction, settings, dataset.file(direction))
             for direction in directions
         ]
-
-    @property
-    def statistics(self) -> dict[str, Any]:
-        """The `statistics` settings: resamples, seed and confidence of the intervals."""
-        return dict(self.config["statistics"])
-
-    @property
-    def resampling(self) -> Resampling:
-        return Resampling(**self.statistics)
 
     def dataset_of(self, model: ModelPlan) -> DatasetSource:
         return model.dataset or self.dataset
 
-    def scoring(self, folder: Path) -> tuple[DatasetSource, int | None]:
-        """The dataset and sentence limit of the score job of the model whose folder is given
-        (a judged system's sentences are all of its judged ones)."""
+    def scoring(self, folder: Path, limit: int | None) -> tuple[DatasetSource, int | None]:
+        """The dataset and sentence limit of the score job of the model whose folder is given,
+        `limit` being the run's (a judged system's sentences are all of its judged ones)."""
         for model in self.judged.values():
             if model.folder == folder:
                 return self.dataset_of(model), None
-        return self.dataset, self.limit
+        return self.dataset, limit
 
     def metric_scores_outputs(
-        self, model: ModelPlan, metrics: Sequence[str], directions: Sequence[Direction]
+        self, model: ModelPlan, family: str, directions: Sequence[Direction]
     ) -> list[ResumableOutput]:
-        """What the score job of a family of `metrics` writes for `directions`."""
+        """What the score job of a family of metrics writes for `directions`."""
         dataset = self.dataset_of(model)
+        settings = self.settings("score", family=family)
         return [
-            metric_scores_output(
-                model.folder, metric, direction, self.config, dataset.file(direction)
-            )
-            for metric in metrics
+            metric_scores_output(model.folder, metric, direction, settings, dataset.file(direction))
+            for metric in self.families[family]
             for direction in directions
         ]
 
     def aggregate_outputs(self, model: ModelPlan) -> list[ResumableOutput]:
-        return aggregate_outputs(model.folder, self.directions, self.config)
-
-    def bounds(self) -> dict[str, str]:
-        """The reference points among its models: name -> "upper" or "lower" (`Backend.bound`)."""
-        return bounds(model.entry for model in self.models.values())
+        return aggregate_outputs(
+            model.folder, self.directions, self.settings("aggregate", model.name)
+        )
 
     def hub_needs(self, translating: Container[str] | None = None) -> list[HubFiles]:
         """What the translate jobs of the models named in `translating` (all by default) load
@@ -261,7 +315,8 @@ def load_plan(
     plain_config(config)
     # Before validation, whose messages may quote a value.
     refuse_secrets(config)
-    validate_config(config, schema)
+    complete = load_schema(schema)
+    validate_config(config, complete)
     home = {HOME_VARIABLE: str(sources.repository)}
     output_dir = expand_path(config["output_dir"], home)
     dataset_settings = dict(config["dataset"])
@@ -284,6 +339,7 @@ def load_plan(
             assign_shards(directions, entry.get("shards", config["shards"]), part),
             home,
             model_price(config, entry),
+            config["shards"],
         )
         for entry in config["models"]
     }
@@ -311,24 +367,80 @@ def load_plan(
                 batch=False,
                 shards=assign_shards(system_directions, config["shards"], None),
                 dataset=DatasetSource(folder / "dataset", {"judged system": system}),
+                fits_run=config["shards"] == AUTO,
             )
     scored = [*directions, *(d for m in judged.values() for ds in m.shards.values() for d in ds)]
     refuse_unscorable(config, scored)
+    # As the workflow's rules group them (common.smk): from the metrics as loaded.
+    metrics = config["metrics"]
+    families = MetricSet.of(metrics, config, load_metrics(metrics, config)).families()
     return Plan(
-        config=config,
         sources=sources,
         output_dir=output_dir,
         dataset=dataset,
         directions=tuple(directions),
         selected=len(selected),
+        part=part,
         models=models,
         metrics=tuple(config["metrics"]),
-        score_settings=score_settings(config["metrics"], config),
+        families=families,
+        # The models' entries as planned: a folder of provided translations is a path expanded.
+        slices=plan_slices(
+            {**config, "models": [model.entry for model in models.values()]},
+            complete,
+            list(models),
+            families,
+        ),
+        limit=config["limit"],
+        stall_timeout=config["stall_timeout"],
+        python_path=tuple(config["python_path"]),
         received=received,
         secret_variables=secret_variables(config),
         judgements=judgements,
         judged=judged,
     )
+
+
+def plan_slices(
+    config: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    models: Sequence[str],
+    families: Mapping[str, Sequence[str]],
+) -> dict[tuple[str, str | None], Mapping[str, Any]]:
+    """Every slice of the configuration that a job reads (`Plan.settings`), computed once."""
+    settings = declared_settings(schema)
+    slices: dict[tuple[str, str | None], Mapping[str, Any]] = {}
+    for stage in STAGES_OF_A_MODEL:
+        for name in models:
+            slices[(stage, name)] = slice_of(config, settings, stage, model=name)
+    for family, names in families.items():
+        slices[("score", family)] = slice_of(config, settings, "score", metrics=names)
+    for stage in STAGES_OF_THE_RUN:
+        slices[(stage, None)] = slice_of(config, settings, stage)
+    for stage in REPORTED:
+        refuse_in_a_script_element(slices[(stage, None)])
+    return slices
+
+
+REPORTED = ("heatmaps", "leaderboard", "metaeval")
+"""The stages whose outputs are in Snakemake's report, which writes their jobs' parameters
+into a script element of its page as they are."""
+
+
+def refuse_in_a_script_element(settings: Any, key: str = "") -> None:
+    """ConfigError naming a setting whose value would end the report's script element."""
+    if isinstance(settings, Mapping):
+        for name, value in settings.items():
+            refuse_in_a_script_element(value, f"{key}.{name}" if key else str(name))
+    elif isinstance(settings, list):
+        for index, value in enumerate(settings):
+            refuse_in_a_script_element(value, f"{key}[{index}]")
+    elif isinstance(settings, str) and ("</" in settings or "<!--" in settings):
+        raise ConfigError(
+            f"{key} holds '</' or '<!--', which Snakemake's report (--report) writes as it is "
+            "into a script element of its page: use a value without them",
+            key,
+        )
 
 
 def refuse_unscorable(config: Mapping[str, Any], directions: Sequence[Direction]) -> None:
@@ -359,16 +471,17 @@ def receive_submissions(
     return received
 
 
-def model_settings(model: dict[str, Any]) -> dict[str, Any]:
+def model_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """What in a model entry decides its translations.
 
     Settings that only change speed (a backend's `operational` ones) are left out, so that
-    raising an API's concurrency, say, does not make finished translations stale.
+    raising an API's concurrency, say, does not make finished translations stale; so are those
+    a release added while they hold the default that reproduces the earlier translations
+    (`backends.deciding_settings`). The same for a model's entry and for its translate jobs'
+    slice of it, which holds no other.
     """
     backend = BACKENDS.get(model["translator"])
-    arguments = translator_arguments(model)
-    for key in backend.operational if backend else ():
-        arguments.pop(key, None)
+    arguments = deciding_settings(model)
     prompt_fn = prompt_fn_spec(model)
     takes_prompts = backend is None or backend.takes_prompts
     return {
@@ -381,7 +494,7 @@ def model_settings(model: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def translation_settings(model: dict[str, Any], limit: int | None) -> dict[str, Any]:
+def translation_settings(model: Mapping[str, Any], limit: int | None) -> dict[str, Any]:
     """What decides a model's translation of a direction, besides the direction's sentences."""
     return {"model": model_settings(model), "limit": limit}
 
@@ -393,9 +506,11 @@ def plan_model(
     shards: Mapping[str, Sequence[Direction]] | None = None,
     home: Mapping[str, str] | None = None,
     price: Mapping[str, Any] | None = None,
+    shards_setting: int | str | None = None,
 ) -> ModelPlan:
     """A model entry of the configuration, its outputs in `folder`; `home`: variables that
-    its paths may name besides the environment's; `price`: its entry of `prices`."""
+    its paths may name besides the environment's; `price`: its entry of `prices`;
+    `shards_setting`: the configuration's `shards`, which its entry may override."""
     entry = dict(entry)
     provided = None
     if entry["translator"] == "provided":
@@ -420,6 +535,7 @@ def plan_model(
         shards=shards or {},
         translator=entry["translator"],
         arguments=arguments,
+        operational=operational_settings(entry),
         prompt_fn=prompt_fn_spec(entry),
         prompt_kwargs=entry.get("prompt_kwargs"),
         api_key_env=api_key_env if isinstance(api_key_env, str) else None,
@@ -429,6 +545,7 @@ def plan_model(
         resources=entry.get("resources") or {},
         request_cache=folder / REQUEST_CACHE if backend and backend.request_cache else None,
         takes_limit=bool(backend and backend.takes_limit),
+        fits_run=entry.get("shards", shards_setting) == AUTO,
     )
 
 

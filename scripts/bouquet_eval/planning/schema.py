@@ -171,14 +171,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
-    """Validate `config` in place against the schema, filling defaults; return it.
+def validate_config(
+    config: dict[str, Any], schema: str | Path | Mapping[str, Any]
+) -> dict[str, Any]:
+    """Validate `config` in place against the schema (its file, or the complete schema as
+    `load_schema` gives it), filling defaults; return it.
 
     Raises ConfigError with one message naming the offending key.
     """
-    error = jsonschema.exceptions.best_match(
-        _Validator(load_schema(schema_path)).iter_errors(config)
-    )
+    complete = schema if isinstance(schema, Mapping) else load_schema(schema)
+    error = jsonschema.exceptions.best_match(_Validator(complete).iter_errors(config))
     if error is not None:
         key = _location(error.absolute_path)
         raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)

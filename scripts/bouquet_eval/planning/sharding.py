@@ -14,6 +14,10 @@ from bouquet_eval.core.config import ConfigError
 from bouquet_eval.data.dataset import Direction
 
 PER_DIRECTION = "per-direction"
+AUTO = "auto"
+"""As many jobs per model as a local run's cores (and GPUs) hold at once (`fitting_shards`);
+`AUTO_ELSEWHERE` where the run has no cores of its own to fit (a cluster, a report)."""
+AUTO_ELSEWHERE = 4
 
 
 def shard_index(direction: Direction, count: int) -> int:
@@ -53,12 +57,31 @@ def assign_shards(
     return {f"{prefix}{name}": chosen for name, chosen in _shards(directions, shards).items()}
 
 
+def fitting_shards(cores: int, gpus: int | None, jobs: Iterable[tuple[int, int]]) -> int:
+    """How many of a model's jobs a local run of `cores` CPU cores (and `gpus` GPUs, where
+    Snakemake is told of them: `--resources gpu=N`) runs at once, each of its jobs (`jobs`:
+    its translate job and its score jobs, as (CPUs, GPUs)) in as many shards: so that none of
+    its jobs waits for a core behind another of its own. Jobs that need GPUs the run does not
+    count are in `AUTO_ELSEWHERE` shards at most: each would load its model anew on a device
+    that another may hold."""
+    fitting = [AUTO_ELSEWHERE] if any(g for _, g in jobs) and gpus is None else []
+    for cpus, job_gpus in jobs:
+        fitting.append(cores // max(cpus, 1))
+        if job_gpus and gpus is not None:
+            fitting.append(gpus // job_gpus)
+    return max(1, min(fitting, default=1))
+
+
 def _shards(directions: Iterable[Direction], shards: int | str) -> dict[str, list[Direction]]:
     directions = sorted(directions)
+    if shards == AUTO:
+        shards = AUTO_ELSEWHERE
     if shards == PER_DIRECTION:
         return {direction.name: [direction] for direction in directions}
     if not isinstance(shards, int) or shards < 1:
-        raise ValueError(f"shards must be a positive integer or '{PER_DIRECTION}', not {shards!r}")
+        raise ValueError(
+            f"shards must be a positive integer, '{PER_DIRECTION}' or '{AUTO}', not {shards!r}"
+        )
     by_index: dict[int, list[Direction]] = {}
     for direction in directions:
         by_index.setdefault(shard_index(direction, shards), []).append(direction)

@@ -14,10 +14,10 @@ import itertools
 import json
 import logging
 import platform
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -106,7 +106,6 @@ def direction_values(
             totals = [sum(column) for column in zip(*metric.statistics(rows), strict=True)]
             recomputed.append(metric.name)
         corpus[metric.corpus_column] = metric.corpus_score(totals)
-    scores = {column: _float_values(table, column) for column in columns}
     # Rows without ids (scores made in memory) are known by their positions.
     uniq_ids = np.asarray(
         table["uniq_id"].to_numpy(zero_copy_only=False)
@@ -114,18 +113,37 @@ def direction_values(
         else np.arange(table.num_rows),
         dtype=str,
     )
+    return _values(
+        _only_value(table, "src_lang", source),
+        _only_value(table, "tgt_lang", source),
+        {column: _float_values(table, column) for column in columns},
+        uniq_ids,
+        corpus,
+        tuple(recomputed),
+    )
+
+
+def _values(
+    src_lang: str,
+    tgt_lang: str,
+    scores: dict[str, np.ndarray],
+    uniq_ids: np.ndarray,
+    corpus: dict[str, float],
+    recomputed: tuple[str, ...] = (),
+) -> DirectionValues:
+    """A direction's `DirectionValues` from its score vectors and its sentences' ids (str)."""
     every = sentences_digest(uniq_ids)  # that of most columns: those scored everywhere
     return DirectionValues(
-        src_lang=_only_value(table, "src_lang", source),
-        tgt_lang=_only_value(table, "tgt_lang", source),
-        n_sentences=table.num_rows,
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        n_sentences=len(uniq_ids),
         scores=scores,
         sentences={
             column: every if finite.all() else sentences_digest(uniq_ids[finite])
             for column, finite in ((c, np.isfinite(v)) for c, v in scores.items())
         },
         corpus=corpus,
-        recomputed=tuple(recomputed),
+        recomputed=recomputed,
     )
 
 
@@ -204,12 +222,32 @@ def direction_table(
 ) -> DirectionTable:
     """`score_table` of rows of any directions in memory."""
     columns = numeric_columns(rows, metric_columns)
-    directions = [
-        direction_values(
-            pa.Table.from_pandas(group, preserve_index=False), columns, corpus_metrics, str(key)
+    groups = rows.groupby(GROUP_COLUMNS, sort=True).indices
+    if corpus_metrics:  # their statistics, or else their texts, a direction at a time
+        directions = [
+            direction_values(
+                pa.Table.from_pandas(rows.iloc[positions], preserve_index=False),
+                columns,
+                corpus_metrics,
+                str(key),
+            )
+            for key, positions in groups.items()
+        ]
+    else:  # the score columns as arrays, sliced per direction
+        values = {column: rows[column].to_numpy(dtype=np.float64) for column in columns}
+        uniq_ids = np.asarray(
+            rows["uniq_id"].to_numpy() if "uniq_id" in rows else np.arange(len(rows)), dtype=str
         )
-        for key, group in rows.groupby(GROUP_COLUMNS, sort=True)
-    ]
+        directions = [
+            _values(
+                str(src),
+                str(tgt),
+                {column: vector[positions] for column, vector in values.items()},
+                uniq_ids[positions] if "uniq_id" in rows else uniq_ids[: len(positions)],
+                {},
+            )
+            for (src, tgt), positions in groups.items()
+        ]
     corpus_columns = {metric.corpus_column for metric in corpus_metrics}
     return score_table(directions, columns, corpus_columns, resampling)
 
@@ -218,7 +256,9 @@ def summary(table: DirectionTable) -> pd.DataFrame:
     """Macro averages over directions: overall, by source, by target, and relative to English.
 
     Each mean (and corpus score) is the mean over the group's directions; the interval of a
-    mean resamples sentences within each direction (`stats.macro_interval`).
+    mean resamples sentences within each direction (`stats.macro_interval`). The groups are
+    index arrays into the directions, each column a numpy vector: a group costs its own
+    arithmetic, not a table of its own.
     """
     scores = table.scores
     averaged = [
@@ -227,31 +267,43 @@ def summary(table: DirectionTable) -> pd.DataFrame:
         if c not in (*GROUP_COLUMNS, "n_sentences", COST, UNSEEN)
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
-    into_english = scores["tgt_lang"] == ENGLISH
-    out_of_english = scores["src_lang"] == ENGLISH
-    groups: list[tuple[str, str, pd.DataFrame]] = [("all", "all", scores)]
-    groups += [("src_lang", str(code), part) for code, part in scores.groupby("src_lang")]
-    groups += [("tgt_lang", str(code), part) for code, part in scores.groupby("tgt_lang")]
+    into_english = (scores["tgt_lang"] == ENGLISH).to_numpy()
+    out_of_english = (scores["src_lang"] == ENGLISH).to_numpy()
+    everything = np.arange(len(scores))
+    groups: list[tuple[str, str, np.ndarray]] = [("all", "all", everything)]
+    for by in GROUP_COLUMNS:
+        indices = scores.groupby(by).indices
+        groups += [(by, str(code), indices[code]) for code in sorted(indices)]
     groups += [
-        ("english", "into_english", scores[into_english]),
-        ("english", "out_of_english", scores[out_of_english]),
-        ("english", "without_english", scores[~into_english & ~out_of_english]),
+        ("english", "into_english", np.flatnonzero(into_english)),
+        ("english", "out_of_english", np.flatnonzero(out_of_english)),
+        ("english", "without_english", np.flatnonzero(~into_english & ~out_of_english)),
     ]
+    values = {column: scores[column].to_numpy(dtype=np.float64) for column in averaged}
+    costs = scores[COST].to_numpy(dtype=np.float64) if COST in scores else None
     records = []
-    for by, name, part in groups:
-        if not len(part):
+    for by, name, members in groups:
+        if not len(members):
             continue
-        record = {"group_by": by, "group": name, "n_directions": len(part)}
-        record |= part[averaged].mean().to_dict()
-        if COST in part:  # what the group's directions cost together
-            record[COST] = part[COST].sum()
+        record: dict[str, Any] = {"group_by": by, "group": name, "n_directions": len(members)}
+        # As pandas averages a column: NaN left out (`stats.skipna_mean`).
+        record |= {column: skipna_mean(vector[members]) for column, vector in values.items()}
+        if costs is not None:  # what the group's directions cost together
+            record[COST] = float(np.nansum(costs[members]))
         for column, resampled in table.resampled.resamples.items():
-            interval = macro_interval(resampled[part.index.to_numpy()])
+            interval = macro_interval(resampled[members])
             record[f"{column}_ci_low"], record[f"{column}_ci_high"] = interval
         records.append(record)
     per_direction = [c for c in scores.columns if c not in (*GROUP_COLUMNS, "n_sentences")]
     order = ["group_by", "group", "n_directions", *per_direction]
     return pd.DataFrame.from_records(records, columns=order)
+
+
+class RowsReader(Protocol):
+    """What else is made of scored_rows.parquet's rows as they are written (`write_aggregates`)."""
+
+    def add(self, table: pa.Table) -> None:
+        """The next direction's rows, as the file holds them."""
 
 
 def write_aggregates(
@@ -260,10 +312,13 @@ def write_aggregates(
     resampling: Resampling,
     outputs: dict[str, Path],
     timing: pd.DataFrame | None = None,
+    reader: Callable[[int, Sequence[str]], RowsReader] | None = None,
 ) -> pd.DataFrame:
     """Write `scores` (csv), `summary` (csv), `scored_rows` (parquet) and `resampled` (npz,
     see `results.resampled`) from scored files; the cost of each direction, where
-    `timing` (see `timing_table`) holds one, goes beside its scores.
+    `timing` (see `timing_table`) holds one, goes beside its scores. `reader(rows, columns)`,
+    where given, makes a `RowsReader` for the file's `rows` and `columns`, which is handed
+    each direction's rows as they are written (the report's extract: `extracts.ExtractBuilder`).
 
     Files are read one at a time, so memory holds the scores of every direction but the rows of
     only a few.
@@ -277,6 +332,7 @@ def write_aggregates(
     ]
     with_corpus = corpus_metrics(metrics)
     directions = []
+    sink = None if reader is None else reader(sum(f.num_rows for f in footers), schema.names)
     with (
         atomic_path(outputs["scored_rows"]) as temporary,
         pq.ParquetWriter(temporary, schema) as writer,
@@ -288,6 +344,8 @@ def write_aggregates(
             if rows.num_rows:
                 directions.append(direction_values(rows, columns, with_corpus, str(path)))
             pending.append(_conform(rows, schema))
+            if sink is not None:
+                sink.add(pending[-1])
             if sum(table.num_rows for table in pending) >= ROW_GROUP_ROWS:
                 writer.write_table(pa.concat_tables(pending))
                 pending = []
@@ -422,7 +480,7 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 
 def manifest_entry(
-    config: dict[str, Any],
+    settings: Mapping[str, Any],
     model_settings: dict[str, Any],
     model_name: str,
     dataset_identity: dict[str, Any],
@@ -436,8 +494,10 @@ def manifest_entry(
 ) -> dict[str, Any]:
     """What produced the outputs (the configuration and settings hold no secret).
 
-    The configuration is recorded with this model's entry alone: a model's files, and the
-    submission made of them, carry no other model's settings.
+    `settings`: what the model's aggregate job read of the configuration (its slice: the
+    metrics and their settings, the statistics, `limit`, this model's entry as it decides the
+    translations and its prices), recorded as `config`: a model's files, and the submission
+    made of them, carry no other model's settings, and no setting that changes no output.
 
     `environments`: per stage (translate, score), what its jobs ran with (package versions,
     GPUs, the commits hub models resolved to); `workflow`: the workflow's git commit;
@@ -454,8 +514,8 @@ def manifest_entry(
         "command": command,
         "model": {"name": model_name, **model_settings},
         "dataset": dataset_identity,
-        "limit": config.get("limit"),
-        "config": {**config, "models": [m for m in config["models"] if m["name"] == model_name]},
+        "limit": settings.get("limit"),
+        "config": dict(settings),
         "n_directions": len(directions),
         "directions": [direction.name for direction in directions],
         "metrics": metric_signatures,

@@ -3,11 +3,12 @@
 The report's pages that span models need little of a model's ~900,000 sentence scores: per
 score column the statistics of its violin (`violin_of`), its worst sentences in each direction
 on the primary metric (`views.worst_sentences`), and one sample sentence per direction
-(`views.sample_sentences`), with their texts. Each model's `heatmaps` job takes them from its
-scored_rows.parquet (`model_extract`) into report_extract.parquet beside it, tracked like any
-other output: new scores make a new extract. The leaderboard job then reads the extracts and,
-of each model's rows, only the column of the primary metric (`from_extracts`): adding a model
-reads its extract, not every model's rows and texts again.
+(`views.sample_sentences`), with their texts. Each model's aggregation takes them from the rows
+it writes into scored_rows.parquet (`ExtractBuilder`, the same as `model_extract` of that file)
+into report_extract.parquet beside it, one of its aggregates: new scores make a new extract.
+The leaderboard job then reads the extracts and, of each model's rows, only the column of the
+primary metric (`from_extracts`): adding a model reads its extract, not every model's rows and
+texts again.
 
 The sentences page also shows every model's score of the other models' worst sentences, and
 each sentence's source and reference, which the page took from the first model's rows. Both are
@@ -21,6 +22,7 @@ from the models' rows, as without extracts.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -32,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from bouquet_eval.core.io import atomic_path
+from bouquet_eval.data import outputs
 from bouquet_eval.results.aggregate import GROUP_COLUMNS
 from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.views import (
@@ -44,12 +47,14 @@ from bouquet_eval.results.views import (
 
 log = logging.getLogger(__name__)
 
-EXTRACT_FILE = "report_extract.parquet"
+EXTRACT_FILE = outputs.EXTRACT_FILE
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 POSITION = "position"
 """The column of an extract's rows holding their positions (from 0) in scored_rows.parquet."""
 METADATA_KEY = b"bouquet_eval.report_extract"
 
+CHUNK_ROWS = 1 << 17
+"""Rows an `ExtractBuilder` takes at a time (a direction is about 850)."""
 DENSITY_BINS = 4096
 """Bins of the histogram a violin's density is smoothed from (see `binned_density`)."""
 
@@ -75,18 +80,62 @@ def finite_values(values: pd.Series) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
+VIOLIN_POINTS = 100
+"""Where a violin's density is evaluated (matplotlib's `violin_stats` default)."""
+
+
 def violin_of(values: pd.Series) -> dict[str, Any] | None:
     """matplotlib's violin statistics of a model's sentence scores on one metric (their
-    density from `binned_density`, mean, median, extremes); None where it has no score.
-    Made a model at a time: the figure needs these, not the scores."""
-    from matplotlib import cbook
-
+    density from `binned_density`, mean, median, extremes), as its `cbook.violin_stats` makes
+    them, number for number, without importing matplotlib (the aggregation makes them, which
+    draws nothing); None where it has no score. Made a model at a time: the figure needs
+    these, not the scores."""
     finite = finite_values(values)
-    return cbook.violin_stats([finite], binned_density)[0] if finite.size else None
+    if not finite.size:
+        return None
+    low, high = np.min(finite), np.max(finite)
+    coords = np.linspace(low, high, VIOLIN_POINTS)
+    return {
+        "vals": binned_density(finite, coords),
+        "coords": coords,
+        "mean": np.mean(finite),
+        "median": np.median(finite),
+        "min": low,
+        "max": high,
+        "quantiles": np.array([]),
+    }
 
 
 SENTENCE_TEXTS = ("src_text", "ref_text")
 """The texts of a sentence, the same for every model of a run (those of the dataset)."""
+
+
+class SentencesDigest:
+    """The digest of a scored_rows file's sentences in order (keys and `SENTENCE_TEXTS`, those
+    it has): per hashed column, its lengths and its characters apart, so that it is the same
+    whatever the file's row groups and batches, or the tables it is fed a direction at a time."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.hashed = [*SENTENCE_KEY, *(t for t in SENTENCE_TEXTS if t in names)]
+        self.digests = {(c, part): hashlib.sha256() for c in self.hashed for part in (0, 1)}
+        self.rows = 0
+
+    def add(self, table: Any) -> None:
+        """The next rows, an arrow table or record batch holding the hashed columns."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for column in self.hashed:
+            values = pc.cast(table.column(column), pa.large_string())
+            for chunk in getattr(values, "chunks", [values]):
+                _hash_strings(chunk, self.digests[column, 0], self.digests[column, 1])
+        self.rows += table.num_rows
+
+    def hexdigest(self) -> str:
+        total = hashlib.sha256(f"{self.rows}:{','.join(self.hashed)}".encode())
+        for digest in self.digests.values():
+            total.update(digest.digest())
+        return total.hexdigest()
 
 
 def scan_texts(path: Path, positions: np.ndarray) -> tuple[str, pd.DataFrame]:
@@ -95,31 +144,19 @@ def scan_texts(path: Path, positions: np.ndarray) -> tuple[str, pd.DataFrame]:
     same sentences, texts included, at the same positions), and the texts (`SENTENCE_TEXTS`
     and `mt_text`, those it has) of the rows at `positions` (sorted), indexed by them."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as scored:
         names = scored.schema_arrow.names
-        hashed = [*SENTENCE_KEY, *(t for t in SENTENCE_TEXTS if t in names)]
-        kept = [
-            *(t for t in SENTENCE_TEXTS if t in names),
-            *(["mt_text"] if "mt_text" in names else []),
-        ]
-        # Per hashed column, its lengths and its characters apart: the digest is the same
-        # whatever the file's row groups and batches.
-        digests = {(c, part): hashlib.sha256() for c in hashed for part in (0, 1)}
+        digest = SentencesDigest(names)
+        kept = text_columns(names)
         taken, start = [], 0
-        for batch in scored.iter_batches(columns=list(dict.fromkeys([*hashed, *kept]))):
-            for column in hashed:
-                values = pc.cast(batch.column(column), pa.large_string())
-                _hash_strings(values, digests[column, 0], digests[column, 1])
+        for batch in scored.iter_batches(columns=list(dict.fromkeys([*digest.hashed, *kept]))):
+            digest.add(batch)
             inside = positions[(positions >= start) & (positions < start + batch.num_rows)]
             if kept and inside.size:
                 taken.append(batch.select(kept).take(pa.array(inside - start)))
             start += batch.num_rows
-    total = hashlib.sha256(f"{start}:{','.join(hashed)}".encode())
-    for digest in digests.values():
-        total.update(digest.digest())
     texts = (
         pa.Table.from_batches(taken).to_pandas()
         if taken
@@ -127,7 +164,12 @@ def scan_texts(path: Path, positions: np.ndarray) -> tuple[str, pd.DataFrame]:
     )
     if len(texts) != len(positions):
         raise ValueError(f"{path}: {start} rows, no row at some of {positions.tolist()}")
-    return total.hexdigest(), texts.set_axis(positions)
+    return digest.hexdigest(), texts.set_axis(positions)
+
+
+def text_columns(names: Sequence[str]) -> list[str]:
+    """The texts an extract keeps of its rows: `SENTENCE_TEXTS` and `mt_text`, those of `names`."""
+    return [t for t in (*SENTENCE_TEXTS, "mt_text") if t in names]
 
 
 def _hash_strings(values: Any, lengths: Any, characters: Any) -> None:
@@ -273,6 +315,112 @@ def model_extract(
         sample=[int(p) for p in sample.index],
         rows=pd.concat([kept, texts, rows.loc[positions, covered]], axis=1),
     )
+
+
+class ExtractBuilder:
+    """A model's `ReportExtract` made while its rows stream past a direction at a time, in the
+    order of its scored_rows.parquet: the aggregation, which writes that file from the scored
+    files, makes it from the rows it holds, texts included, instead of reading the file's
+    texts back. The same extract as `model_extract` of the file it writes, to the bit: the
+    same choice of sentences (the worst of each direction on the primary metric; the sample,
+    from the same shuffle of every row, as `views.sample_sentences` draws it), digests and
+    violins."""
+
+    def __init__(
+        self,
+        rows: int,
+        names: Sequence[str],
+        columns: Sequence[str],
+        lower: set[str] | frozenset[str],
+        seed: int = 0,
+    ) -> None:
+        """`rows`: how many the file will hold; `names`: its columns."""
+        self.columns = list(columns)
+        self.covered = [c for c in columns if c in names]
+        self.lower = {c: c in lower for c in self.covered}
+        self.primary = primary_metric(self.covered) if self.covered else None
+        self.texts = text_columns(names)
+        self.digest = SentencesDigest(names)
+        # `views.sample_sentences`' shuffle of every row (pandas' `sample(frac=1.0)`): a
+        # direction's sample is its row that comes first in it.
+        self.rank = np.empty(rows, dtype=np.int64)
+        self.rank[np.random.RandomState(seed).permutation(rows)] = np.arange(rows)
+        self.values: dict[str, list[np.ndarray]] = {c: [] for c in self.covered}
+        self.worst: list[int] = []
+        self.sample: list[int] = []
+        self.chosen: list[Any] = []
+        """The arrow tables of the chosen rows (converted once, at the end)."""
+        self.positions: list[np.ndarray] = []
+        self.pending: list[Any] = []
+        """Directions not yet gone through: they are taken many at a time, each arrow call
+        made once for many directions rather than once for each."""
+
+    def add(self, table: Any) -> None:
+        """The next direction's rows, an arrow table with the file's columns."""
+        self.pending.append(table)
+        if sum(part.num_rows for part in self.pending) >= CHUNK_ROWS:
+            self._take_pending()
+
+    def _take_pending(self) -> None:
+        import pyarrow as pa
+
+        directions = [part for part in self.pending if part.num_rows]
+        self.pending = []
+        if not directions:
+            return
+        # One contiguous array per column: each hash and take is then one pass, not a pass per
+        # direction.
+        chunk = pa.concat_tables(directions).combine_chunks()
+        start = self.digest.rows
+        self.digest.add(chunk)
+        scores = {c: np.asarray(chunk.column(c), dtype=float) for c in self.covered}
+        for column, values in scores.items():
+            self.values[column].append(values)
+        bounds = np.cumsum([0, *(part.num_rows for part in directions)])
+        chosen: list[np.ndarray] = []
+        for first, end in itertools.pairwise(bounds.tolist()):
+            if self.primary is not None:
+                primary = scores[self.primary][first:end]
+                usable = np.flatnonzero(~np.isnan(primary))
+                key = -primary[usable] if self.lower[self.primary] else primary[usable]
+                worst = first + usable[np.argsort(key, kind="stable")[:WORST_SENTENCES]]
+                self.worst += (worst + start).tolist()
+                chosen.append(worst)
+            sample = first + int(np.argmin(self.rank[start + first : start + end]))
+            self.sample.append(start + sample)
+            chosen.append(np.array([sample]))
+        taken = np.unique(np.concatenate(chosen)).astype(np.int64)
+        self.chosen.append(chunk.select([*SENTENCE_KEY, *self.texts]).take(pa.array(taken)))
+        self.positions.append(taken + start)
+
+    def extract(self) -> ReportExtract:
+        self._take_pending()
+        if self.digest.rows != len(self.rank):
+            raise ValueError(f"{self.digest.rows} rows streamed, {len(self.rank)} announced")
+        import pyarrow as pa
+
+        values = {c: np.concatenate(v) if v else np.array([]) for c, v in self.values.items()}
+        positions = np.concatenate(self.positions) if self.positions else np.array([], int)
+        rows = (
+            pa.concat_tables(self.chosen).to_pandas()
+            if self.chosen
+            else pd.DataFrame(columns=[*SENTENCE_KEY, *self.texts])
+        )
+        rows = rows.astype({"uniq_id": str}).set_axis(positions)
+        for column, vector in values.items():
+            rows[column] = vector[positions]
+        worst = {} if self.primary is None else {self.primary: self.worst}
+        return ReportExtract(
+            sentences=self.digest.hexdigest(),
+            columns=self.columns,
+            lower=self.lower,
+            values={c: values_digest(v) for c, v in values.items()},
+            violins={c: violin_of(pd.Series(v)) for c, v in values.items()},
+            worst=worst,
+            # In the shuffle's order, as `views.sample_sentences` lists them.
+            sample=sorted(self.sample, key=lambda position: self.rank[position]),
+            rows=rows[[*SENTENCE_KEY, *self.texts, *self.covered]],
+        )
 
 
 Violins = dict[str, dict[str, dict[str, Any] | None]]

@@ -1,8 +1,9 @@
 """Figures and pages of the Snakemake report (`snakemake --report report.html`).
 
-Figures are matplotlib SVG: vector graphics stay sharp at any zoom, which the heatmap of
-BOUQuET's ~1000 directions needs, their text stays text (searchable), and they need no
-JavaScript, so they render offline and identically in any browser or image viewer. Pages
+Figures are SVG (matplotlib's; each model's heatmaps written directly, `results.heatmaps`):
+vector graphics stay sharp at any zoom, which the heatmap of BOUQuET's ~1000 directions needs,
+their text stays text (searchable), and they need no JavaScript, so they render offline and
+identically in any browser or image viewer. Pages
 (the leaderboard, the run's configuration) are plain HTML with the figures inline.
 """
 
@@ -21,10 +22,11 @@ import pandas as pd
 
 from bouquet_eval.core.io import write_atomically
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
-from bouquet_eval.metrics.records import RECORDS, builtin_ranges
+from bouquet_eval.metrics.records import builtin_ranges
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 from bouquet_eval.results.compare import POOLED, compare_models
 from bouquet_eval.results.extracts import ReportExtract, finite_values, from_extracts, violin_of
+from bouquet_eval.results.heatmaps import Heatmap, heatmap_svg
 from bouquet_eval.results.leaderboard import (
     ENGLISH_GROUPS,
     MISSING,
@@ -53,7 +55,6 @@ if TYPE_CHECKING:
 ANNOTATED_LANGUAGES = 24
 # The heatmap shows at most this many languages (the most paired with each other).
 HEATMAP_LANGUAGES = 40
-INCH_PER_LANGUAGE = {True: 0.5, False: 0.16}
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -119,9 +120,10 @@ def dense_languages(scores: pd.DataFrame, limit: int) -> list[str]:
     return [code for code in codes if code in kept]
 
 
-def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> Figure:
+def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> str:
     """Source x target matrix of a model's direction means on one metric, among the
-    `HEATMAP_LANGUAGES` languages most paired with each other (`dense_languages`)."""
+    `HEATMAP_LANGUAGES` languages most paired with each other (`dense_languages`), as SVG
+    (`results.heatmaps`: drawn directly, not through matplotlib)."""
     every = language_order(scores)
     languages = dense_languages(scores, HEATMAP_LANGUAGES)
     shown = scores["src_lang"].isin(languages) & scores["tgt_lang"].isin(languages)
@@ -130,63 +132,30 @@ def heatmap(scores: pd.DataFrame, column: str, model: str, lower: set[str]) -> F
     matrix = np.full((len(languages), len(languages)), np.nan)
     rows, columns = scores["src_lang"].map(index), scores["tgt_lang"].map(index)
     matrix[rows.to_numpy(), columns.to_numpy()] = scores[column].to_numpy(dtype=float)
-    annotated = len(languages) <= ANNOTATED_LANGUAGES
-    size = max(4.0, INCH_PER_LANGUAGE[annotated] * len(languages) + 2.5)
-    figure = _figure(size + 1.2, size)
-    axes = figure.add_subplot()
-    # One colour scale for "better" whatever the metric's direction: bright is good.
-    colours = "viridis_r" if column in lower else "viridis"
     # A metric with a fixed range has it as its colour scale, so that heatmaps of different
-    # models can be compared by eye.
+    # models can be compared by eye; another, the range of its values.
+    finite = matrix[np.isfinite(matrix)]
     low, high = builtin_ranges().get(column, (None, None))
-    # One vector square per evaluated direction (an image would blur when zoomed into).
-    from matplotlib.collections import PolyCollection
-
-    cells = np.argwhere(np.isfinite(matrix))
-    squares = [
-        [(c - 0.5, r - 0.5), (c + 0.5, r - 0.5), (c + 0.5, r + 0.5), (c - 0.5, r + 0.5)]
-        for r, c in cells
-    ]
-    image = PolyCollection(squares, array=matrix[cells[:, 0], cells[:, 1]], cmap=colours)
-    image.set_clim(low, high)
-    axes.add_collection(image)
-    axes.set_xlim(-0.5, len(languages) - 0.5)
-    axes.set_ylim(len(languages) - 0.5, -0.5)
-    axes.set_aspect("equal")
-    axes.set_facecolor("#eeeeee")
-    font = 8 if annotated else max(3.0, 8 - len(languages) / 40)
-    axes.set_xticks(range(len(languages)), languages, rotation=90, fontsize=font)
-    axes.set_yticks(range(len(languages)), languages, fontsize=font)
-    axes.set_xlabel("target language")
-    axes.set_ylabel("source language")
-    subset = (
-        ""
-        if len(languages) == len(every)
-        else f"\n{int(shown.sum())} of {len(shown)} directions: the {len(languages)} most paired "
-        "languages"
+    if low is None or high is None:
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    title = [f"{model}: {column} per direction ({better(column, lower)})"]
+    if len(languages) != len(every):
+        title.append(
+            f"{int(shown.sum())} of {len(shown)} directions: the {len(languages)} most paired "
+            "languages"
+        )
+    scale = float(np.abs(finite).max(initial=0))
+    drawn = Heatmap(
+        matrix=matrix,
+        languages=languages,
+        title=title,
+        label=column,
+        value_range=(float(low), float(high)),
+        # One colour scale for "better" whatever the metric's direction: bright is good.
+        reverse=column in lower,
+        annotated=len(languages) <= ANNOTATED_LANGUAGES,
     )
-    axes.set_title(f"{model}: {column} per direction ({better(column, lower)}){subset}")
-    if annotated:
-        scale = float(np.nanmax(np.abs(matrix), initial=0))
-        for (row, col), value in np.ndenumerate(matrix):
-            if not np.isnan(value):
-                axes.text(
-                    col,
-                    row,
-                    format_score(value, scale),
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color=text_colour(tuple(image.cmap(image.norm(value)))),
-                )
-    figure.colorbar(image, ax=axes, shrink=0.6, label=column)
-    return figure
-
-
-def text_colour(background: Sequence[float]) -> str:
-    """Black on a light cell (the bright end of viridis), white on a dark one."""
-    red, green, blue, _ = background
-    return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+    return heatmap_svg(drawn, lambda value: format_score(value, scale))
 
 
 def distributions(
@@ -453,13 +422,10 @@ def dataset_in_use(dataset: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_page(config: dict[str, Any], manifests: Mapping[str, dict[str, Any]]) -> str:
-    """The configuration of the run (without the settings of built-in metrics it does not
-    compute) and each model's latest manifest entry, in full."""
+    """The configuration of the run and each model's latest manifest entry, in full."""
     import yaml
 
-    unused = set(RECORDS) - set(config.get("metrics") or ())
-    shown = {key: value for key, value in config.items() if key not in unused}
-    shown["dataset"] = dataset_in_use(config.get("dataset") or {})
+    shown = {**config, "dataset": dataset_in_use(config.get("dataset") or {})}
     sections = [
         "<h2>Configuration</h2>",
         f"<pre>{html.escape(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))}</pre>",
@@ -501,7 +467,7 @@ def write_heatmaps(
     scores alone, so each model's are drawn by its own job, and adding a model draws only its
     own."""
     for column, path in paths.items():
-        write_svg(path, heatmap(scores, column, model, lower))
+        write_text(path, heatmap(scores, column, model, lower))
 
 
 def figure_paths(

@@ -28,7 +28,8 @@ RESAMPLED_FILE = "resampled.npz"
 
 def sentences_digest(uniq_ids: Sequence[str] | np.ndarray) -> str:
     """A digest of the ordered ids of a direction's scored sentences."""
-    joined = "\x1f".join(str(uniq_id) for uniq_id in uniq_ids)
+    texts = uniq_ids.tolist() if isinstance(uniq_ids, np.ndarray) else uniq_ids
+    joined = "\x1f".join(map(str, texts))
     return hashlib.blake2b(joined.encode("utf-8"), digest_size=8).hexdigest()
 
 

@@ -8,6 +8,7 @@ metric to a finished run scores only that metric; removing one rescores nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import pickle
@@ -36,6 +37,7 @@ from bouquet_eval.data.outputs import (
     score_settings,
     scored_output,
     translation_path,
+    written_by_translate_job,
 )
 from bouquet_eval.data.translations import read_checked_translations, read_translations
 from bouquet_eval.metrics import Metric, add_composites, is_statistics_column, load_metrics
@@ -123,9 +125,7 @@ def score_metrics(
         tables: dict[str, pa.Table] = {}
         if stale:
             started = time.monotonic()
-            translations = read_translations(
-                translation_path(model_dir, direction), direction, dataset.load(direction, limit)
-            )
+            translations = translations_to_score(model_dir, direction, dataset, limit)
             for name, (output, recorded) in stale.items():
                 tables[name] = metric_table(
                     metrics[name].score(translations), len(translations), name
@@ -319,6 +319,20 @@ def _read_table(path: Path) -> pa.Table:
     # One ParquetFile: faster than read_table's dataset machinery for a small file.
     with pq.ParquetFile(path) as parquet:
         return parquet.read()
+
+
+def translations_to_score(
+    model_dir: Path, direction: Direction, dataset: DatasetSource, limit: int | None
+) -> pd.DataFrame:
+    """The direction's translations, checked line by line against the dataset, unless they are
+    what a translate job wrote from the same dataset file, which checked every line it wrote
+    (`provided` translations too): those are only parsed."""
+    rows = dataset.load(direction, limit)
+    path = translation_path(model_dir, direction)
+    if written_by_translate_job(model_dir, direction, dataset.file(direction)):
+        with contextlib.suppress(ValueError):  # not as written: checked, and the error named
+            return read_checked_translations(path, rows)
+    return read_translations(path, direction, rows)
 
 
 def _gathered_translations(

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,7 +26,7 @@ from bouquet_eval.core.pace import duration
 from bouquet_eval.core.secrets import refuse_secrets
 from bouquet_eval.data.dataset import DatasetError, DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_output
-from bouquet_eval.planning.plan import ModelPlan, plan_model
+from bouquet_eval.planning.plan import ModelPlan, plan_model, translation_settings
 from bouquet_eval.translation.stream import Flight, translation_stream
 from bouquet_eval.translation.watchdog import StallWatchdog
 from bouquet_eval.translators import (
@@ -36,6 +36,7 @@ from bouquet_eval.translators import (
     load_prompt_fn,
     load_translator,
 )
+from bouquet_eval.translators.backends import prompt_fn_spec, translator_arguments
 from bouquet_eval.translators.prompt import PromptFn
 from bouquet_eval.translators.provided import provided_file
 from bouquet_eval.translators.reasoning import strip_reasoning
@@ -63,30 +64,36 @@ def translate_model(
     """
     # An entry given by hand holds no secret either: its settings are written as they are.
     refuse_secrets(model)
+    planned = plan_model(model, output_dir, limit)
     translate_planned(
-        plan_model(model, output_dir, limit), directions, dataset, limit, stall_timeout
+        planned, {"limit": limit, "models": [planned.entry]}, directions, dataset, stall_timeout
     )
 
 
 def translate_planned(
     model: ModelPlan,
+    settings: Mapping[str, Any],
     directions: Sequence[Direction],
     dataset: DatasetSource,
-    limit: int | None = None,
     stall_timeout: float | None = None,
 ) -> None:
-    """Translate `directions` with a model of the plan, into its folder (see translate_model)."""
+    """Translate `directions` with a model of the plan, into its folder (see translate_model).
+
+    `settings`: what decides its translations, its translate jobs' slice of the configuration
+    (`limit`, and its entry as `models[0]`); what changes only their speed is the plan's
+    (`ModelPlan.operational`)."""
+    entry, limit = settings["models"][0], settings["limit"]
 
     def make_translator() -> tuple[Translator | RowTranslator, PromptFn]:
-        arguments = dict(model.arguments)
+        arguments = {**translator_arguments(entry), **model.operational}
         if model.request_cache is not None:
             # Every answer is kept as it arrives, so that no paid request is ever sent twice.
             arguments["cache_dir"] = str(model.request_cache)
         if model.takes_limit:
             arguments["limit"] = limit
         return (
-            load_translator(model.translator, arguments),
-            load_prompt_fn(model.prompt_fn, model.prompt_kwargs),
+            load_translator(entry["translator"], arguments),
+            load_prompt_fn(prompt_fn_spec(entry), entry.get("prompt_kwargs")),
         )
 
     def describe_environment() -> dict[str, Any]:
@@ -100,7 +107,7 @@ def translate_planned(
         dataset,
         model.folder,
         make_translator,
-        dict(model.translation_settings),
+        translation_settings(entry, limit),
         limit,
         None if model.provided is None else partial(provided_file, model.provided),
         describe_environment,

@@ -5,7 +5,8 @@ translator's settings beside `name` and `translator`. Everything about a built-i
 follows from its `Backend` record here:
 - the configuration schema of its entries (`model_entry_schema`: which settings, their types
   and defaults, which are required);
-- which settings only change speed (`operational`), so that changing them makes nothing stale;
+- which settings only change speed (`operational`), so that changing them makes nothing stale,
+  and so what each setting can change (`Setting.changes`, bouquet_eval.planning.channel);
 - the environment its jobs need (`environment`: envs/<name>.yaml), how many GPUs and how many
   CPUs (`cpus`, which decides how many jobs a local run overlaps);
 - what a translate job hands it besides its settings (`request_cache`, `takes_limit`).
@@ -38,10 +39,26 @@ class Setting:
     """The value used when the entry leaves it out; `_REQUIRED` when it may not."""
     operational: bool = False
     """It changes how fast translations come, not what they are."""
+    also: tuple[str, ...] = ()
+    """What else it can change (see `changes`): the run's shape (`jobs`: a folder of files that
+    are the jobs' inputs decides their set of inputs), or the aggregates (the cost of a run
+    through the Batch API)."""
+    added: str | None = None
+    """The release that added it, with a default that reproduces the earlier translations:
+    left out of the settings that decide translations while it holds that default."""
 
     @property
     def required(self) -> bool:
         return self.default == _REQUIRED
+
+    @property
+    def changes(self) -> list[str]:
+        """What it can change (the schema's `changes`, see bouquet_eval.planning.channel)."""
+        return [*self.also, *([] if self.operational else ["translations"])]
+
+    def leaves_out(self, value: Any) -> bool:
+        """Whether `value` stays out of what decides translations (see `added`)."""
+        return self.added is not None and not self.required and value == self.default
 
 
 def _setting(
@@ -49,10 +66,11 @@ def _setting(
     default: Any = _REQUIRED,
     operational: bool = False,
     description: str | None = None,
+    also: tuple[str, ...] = (),
 ) -> Setting:
     """`description`: what it means, for the schema and config/README.md (`make docs`)."""
     described = {**schema, **({"description": description} if description else {})}
-    return Setting(MappingProxyType(described), default, operational)
+    return Setting(MappingProxyType(described), default, operational, also)
 
 
 @dataclass(frozen=True)
@@ -118,11 +136,13 @@ _SEED = {"type": ["integer", "null"]}
 _SEQ2SEQ_SETTINGS = {
     "model": _setting(_MODEL),
     "revision": _setting(_REVISION, None),
+    # The report's timing counts the GPUs a model's jobs hold.
     "device": _setting(
         {"type": "string", "pattern": _DEVICE_PATTERN},
         "auto",
         operational=True,
         description="`auto` (a GPU when there is one), `cpu`, `cuda` or `cuda:N`.",
+        also=("leaderboard",),
     ),
     "dtype": _setting(
         _DTYPE,
@@ -172,7 +192,12 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
         ),
         "provided": Backend(
             "bouquet_eval.translators.provided:ProvidedTranslations",
-            {"path": _setting(_STRING, description="The folder of `<src>-<tgt>.jsonl` files.")},
+            # Its files are the translate and score jobs' inputs.
+            {
+                "path": _setting(
+                    _STRING, description="The folder of `<src>-<tgt>.jsonl` files.", also=("jobs",)
+                )
+            },
             takes_prompts=False,
             takes_limit=True,
         ),
@@ -227,11 +252,13 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
                     description="Attempts after the first for one prompt (in `batch` mode: "
                     "later batches for a request a batch did not answer).",
                 ),
-                # Both modes give the same answers from the same server, and share the cache.
+                # Both modes give the same answers from the same server, and share the cache;
+                # the Batch API's discount changes what they cost.
                 "mode": _setting(
                     {"type": "string", "enum": ["online", "batch"]},
                     "online",
                     operational=True,
+                    also=("aggregates",),
                     description="`online`: one request per prompt, `concurrency` at a time; "
                     "`batch`: the Batch API (about half the price, answers within 24 hours; "
                     "see docs/api-models.md). Both give the same translations and share the "
@@ -267,6 +294,7 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType(
                     {"type": "integer", "minimum": 1},
                     1,
                     description="GPUs one copy of the model spans (and a translate job asks for).",
+                    also=("leaderboard",),
                 ),
                 "dtype": _setting(
                     _DTYPE, "auto", description="`auto`, `float32`, `bfloat16` or `float16`."
@@ -327,6 +355,7 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             "description": "Names the output folder <output_dir>/<name>/.",
             "type": "string",
             "pattern": _NAME_PATTERN,
+            "changes": ["jobs"],
         },
         "translator": {
             "description": (
@@ -336,10 +365,13 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             ),
             "type": "string",
             "anyOf": [{"enum": list(BACKENDS)}, {"pattern": _SPEC_PATTERN}],
+            # The leaderboard reports a reference point's scores as a bound (`Backend.bound`).
+            "changes": ["jobs", "translations", "leaderboard"],
         },
         "translator_kwargs": {
             "description": "Keyword arguments of a translator of your own.",
             "type": "object",
+            "changes": ["translations"],
         },
         "prompt_fn": {
             "description": (
@@ -348,16 +380,20 @@ ENTRY_PROPERTIES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             ),
             "type": ["string", "null"],
             "pattern": _SPEC_PATTERN,
+            "changes": ["translations"],
         },
-        "prompt_kwargs": {"type": ["object", "null"]},
+        "prompt_kwargs": {"type": ["object", "null"], "changes": ["translations"]},
         "shards": {
             "description": "Overrides the top-level `shards` for this model.",
             "$ref": "#/$defs/shards",
+            "changes": ["jobs"],
         },
         "gpus": {
             "description": "GPUs one translate job of this model needs (default: by translator).",
             "type": "integer",
             "minimum": 0,
+            # The report's timing counts the GPUs a model's jobs hold.
+            "changes": ["leaderboard"],
         },
         "resources": {
             "description": (
@@ -393,6 +429,8 @@ def model_entry_schema() -> dict[str, Any]:
                         key: {
                             **setting.schema,
                             **({} if setting.required else {"default": setting.default}),
+                            "changes": setting.changes,
+                            **({"added": setting.added} if setting.added else {}),
                         }
                         for key, setting in backend.settings.items()
                     },
@@ -423,6 +461,29 @@ def model_entry_schema() -> dict[str, Any]:
 def backend_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """A built-in translator's settings: the entry's keys that are not the entry's own."""
     return {key: value for key, value in model.items() if key not in ENTRY_PROPERTIES}
+
+
+def deciding_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model entry's translator is built with that decides its translations: its
+    settings but those that only change speed (`operational`) and those a release added that
+    hold the default that reproduces the earlier translations (`Setting.added`)."""
+    backend = BACKENDS.get(model["translator"])
+    arguments = translator_arguments(model)
+    if backend is None:
+        return arguments
+    return {
+        key: value
+        for key, value in arguments.items()
+        if not (key in backend.settings and backend.settings[key].operational)
+        and not (key in backend.settings and backend.settings[key].leaves_out(value))
+    }
+
+
+def operational_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model entry's translator is built with that changes only its speed."""
+    backend = BACKENDS.get(model["translator"])
+    operational = backend.operational if backend else ()
+    return {key: value for key, value in translator_arguments(model).items() if key in operational}
 
 
 def translator_arguments(model: Mapping[str, Any]) -> dict[str, Any]:
