@@ -89,10 +89,12 @@ onstart:
     if CHECKED_DATASET_FILES:
         write_json(DATASET_INDEX, CHECKED_DATASET_FILES[0])
     refuse_slurm_placeholders()
-    refuse_unusable_own_objects(jobs)
-    refuse_environments_without_their_modules(jobs)
-    refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
-    refuse_what_the_hub_cannot_give(jobs)
+    if not workflow.touch:
+        # What would make a job that is to start fail at once; `--touch` starts none.
+        refuse_unusable_own_objects(jobs)
+        refuse_environments_without_their_modules(jobs)
+        refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
+        refuse_what_the_hub_cannot_give(jobs)
     # Snakemake's scheduler rounds and job records at the cost of what changed, not of what
     # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
     unpatched = apply_to_run(workflow)
