@@ -32,7 +32,7 @@ TEST_WORKERS ?= $(CORES)
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
 
-.PHONY: install install-all demo test lint pytest clean slurm-profile docs schema
+.PHONY: install install-all demo test lint pytest scene clean slurm-profile docs schema
 
 install: $(CORE)
 install-all: $(FULL) $(VLLM) $(COMET) $(BLASER)
@@ -101,10 +101,16 @@ docs: $(CORE)
 schema: docs
 
 pytest: $(FULL) $(VLLM) $(COMET) $(BLASER)
-	$(BIN)/python -m pytest -m "not vllm and not comet and not blaser" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not vllm and not comet and not blaser and not scene" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VLLM_VENV)/bin/python -m pytest -m vllm $(PYTEST_ARGS)
 	$(COMET_VENV)/bin/python -m pytest -m comet $(PYTEST_ARGS)
 	$(BLASER_VENV)/bin/python -m pytest -m blaser $(PYTEST_ARGS)
+
+# A new user's scene at BOUQuET's shape (tests/test_real_shape.py, marked `scene`): six models
+# over 1062 directions through every command, twenty minutes and more on two busy cores, so
+# not part of `make test`. Its tests share their runs in the file's order: one process.
+scene: $(FULL)
+	$(BIN)/python -m pytest -m scene -p no:xdist tests/test_real_shape.py $(PYTEST_ARGS)
 
 test: lint pytest
 

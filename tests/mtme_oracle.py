@@ -16,10 +16,10 @@ Each table (seeded here) judges 5 directions, 40 source segments each, by 5 syst
 direction by 2) on a 1-5 scale with ties; `missing` of its judgements are dropped at random.
 Four metrics: continuous scores, scores rounded to one decimal and to integers (ties), and one
 that could not score 8% of the translations. The scopes are correlations.csv's: every
-direction, and the pools `all`, `into_english`, `out_of_english`. For each scope and metric,
-MTME's matrix holds the systems of the scope in name order (rows) and its source segments in
-(direction, segment id) order (columns), each cell a translation the metric scored, `None`
-elsewhere, and MTME computes:
+direction, and the pools `all`, `into_english`, `out_of_english`, `without_english`. For each
+scope and metric, MTME's matrix holds the systems of the scope in name order (rows) and its
+source segments in (direction, segment id) order (columns), each cell a translation the metric
+scored, `None` elsewhere, and MTME computes:
 
 - `pearson`, `spearman`, `kendall`: `Correlation(...).Pearson()`, `.Spearman()`,
   `.Kendall()` (segment level, `average_by='none'`, as MTME's WMT tasks run them);
@@ -117,6 +117,8 @@ def scope_masks(table: pd.DataFrame) -> Iterator[tuple[str, np.ndarray]]:
     yield "all", np.ones(len(table), bool)
     yield "into_english", (table["tgt_lang"] == ENGLISH).to_numpy()
     yield "out_of_english", (table["src_lang"] == ENGLISH).to_numpy()
+    without = (table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH)
+    yield "without_english", without.to_numpy()
 
 
 def _finite(value: Any) -> float | None:

@@ -525,9 +525,9 @@ def test_a_changed_setting_reruns_what_it_declares(finished: Finished, name: str
         "(docs/design.md, 'How a setting reaches a job')"
     )
     assert not channel.undeclared([setting]), f"{name}: {setting.changes} names an unknown kind"
-    config = changed_config(finished, [setting])
-    # Found in the finished run's configuration: a changed `models[].name` names another model.
-    check_rerun(finished, setting, where_of(setting, finished.config), config)
+    # Where it is in the finished run's configuration: a changed model name names no entry.
+    where = where_of(setting, finished.config)
+    check_rerun(finished, setting, where, changed_config(finished, [setting]))
 
 
 def changed_config(finished: Finished, settings: list[Declared]) -> dict[str, Any]:
@@ -700,6 +700,7 @@ def test_the_stale_outputs_name_the_setting_that_changed(finished: Finished, cap
     config["statistics"] = {"seed": 7}
     dry_run(finished.workdir, config)
     err = capfd.readouterr().err
+    # A model's six aggregates (data.outputs.AGGREGATES, report_extract.parquet among them).
     assert "6 because its settings changed: statistics.seed (12345 -> 7)" in err, err
     assert json.dumps(7) in err
 

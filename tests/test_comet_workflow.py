@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -94,8 +95,10 @@ def test_comet_family_added_to_a_finished_run(
 
 
 def test_bouquet_eval_score_with_comet(tmp_path: Path, checkpoints: dict[str, str]) -> None:
-    """`bouquet-eval score --metrics chrf,comet` on translations brought by the user, with
-    COMET's settings and environment given to Snakemake as `--config` items."""
+    """`bouquet-eval score --metrics chrf,comet,xcomet` on translations brought by the user:
+    the checkpoints and COMET's Python given as paths relative to where the command is typed,
+    in its flags and in `--config` items after `--`; without the environment, the run stops
+    before any job, naming the flag to add."""
     folder = tmp_path / "runs" / "mine"
     folder.mkdir(parents=True)
     for name in DIRECTIONS:
@@ -103,16 +106,26 @@ def test_bouquet_eval_score_with_comet(tmp_path: Path, checkpoints: dict[str, st
         rows["mt_text"] = rows["src_text"]
         columns = ["src_lang", "tgt_lang", "src_text", "ref_text", "mt_text"]
         rows[columns].to_json(folder / f"{name}.jsonl", orient="records", lines=True)
-    comet = json.dumps({"model": checkpoints["comet"], "device": "cpu"})
+    for name in ("comet", "xcomet"):
+        shutil.copytree(checkpoints[name], tmp_path / name)
+    venv = os.path.relpath(COMET_PYTHON, tmp_path)
+    flags = ("score", "--output-dir", "runs/mine/", "--metrics", "chrf,comet,xcomet",
+             "--comet-model", "comet", "--comet-device", "cpu", "--xcomet-device", "cpu",
+             "--dataset-path", str(SAMPLE), "--cores", "2")  # fmt: skip
+    refused = command(tmp_path, *flags, env={"HF_HUB_OFFLINE": "1"})
+    assert refused.returncode == 1 and "--environment comet=PYTHON" in refused.stderr
+    assert not list(folder.glob("*.scored.parquet"))
     command(
-        tmp_path, "score", "--output-dir", "runs/mine/", "--metrics", "chrf,comet",
-        "--dataset-path", str(SAMPLE), "--cores", "2",
-        "--", "--config", f"comet={comet}", f'environments={{"comet": "{COMET_PYTHON}"}}',
+        tmp_path, *flags, "--environment", f"comet={venv}",
+        "--", "--config", "xcomet={model: ./xcomet, batch_size: 4}",
         check=True, env={"HF_HUB_OFFLINE": "1"},
     )  # fmt: skip
     scores = pd.read_csv(folder / "scores.csv")
-    assert len(scores) == 2 and {"chrfpp", "comet"} <= set(scores.columns)
-    assert scores["comet"].notna().all()
+    assert len(scores) == 2 and {"chrfpp", "comet", "xcomet"} <= set(scores.columns)
+    assert scores["comet"].notna().all() and scores["xcomet"].notna().all()
+    signatures = json.loads((folder / "manifest.json").read_text())["entries"][-1]["metrics"]
+    assert signatures["comet"].startswith(f"model:{tmp_path / 'comet'}|commit:local")
+    assert signatures["xcomet"].startswith(f"model:{tmp_path / 'xcomet'}|commit:local")
 
 
 def test_a_received_submission_with_comet_scores_is_verified(

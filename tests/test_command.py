@@ -17,7 +17,7 @@ import yaml
 
 from bouquet_eval.command import cli
 from bouquet_eval.command.config import SAVED_CONFIG, build_config, model_folder
-from bouquet_eval.command.run import snakemake_arguments
+from bouquet_eval.command.run import paths_made_absolute, snakemake_arguments
 from bouquet_eval.core.config import ConfigError
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.planning.schema import validate_config
@@ -79,6 +79,26 @@ FLAGS = [
      "google/metricx-24-hybrid-large-v2p6"),
     ((*VLLM, "--metricx-device", "cuda:1"), "metricx.device", "cuda:1"),
     ((*VLLM, "--metricx-qe"), "metricx.qe", True),
+    ((*VLLM, "--glotlid-model", "cis-lmu/glotlid/model_v2.bin"), "glotlid.model",
+     "cis-lmu/glotlid/model_v2.bin"),
+    ((*VLLM, "--comet-model", "Unbabel/wmt20-comet-da"), "comet.model",
+     "Unbabel/wmt20-comet-da"),
+    ((*VLLM, "--comet-device", "cpu"), "comet.device", "cpu"),
+    ((*VLLM, "--cometkiwi-model", "Unbabel/wmt23-cometkiwi-da-xl"), "cometkiwi.model",
+     "Unbabel/wmt23-cometkiwi-da-xl"),
+    ((*VLLM, "--cometkiwi-device", "cuda:1"), "cometkiwi.device", "cuda:1"),
+    ((*VLLM, "--xcomet-model", "Unbabel/XCOMET-XXL"), "xcomet.model", "Unbabel/XCOMET-XXL"),
+    ((*VLLM, "--xcomet-device", "cpu"), "xcomet.device", "cpu"),
+    ((*VLLM, "--metricx-tokenizer", "google/mt5-xxl"), "metricx.tokenizer", "google/mt5-xxl"),
+    ((*VLLM, "--blaser-encoder", "org/sonar"), "blaser.encoder", "org/sonar"),
+    ((*VLLM, "--blaser-checkpoint", "org/blaser"), "blaser.checkpoint", "org/blaser"),
+    ((*VLLM, "--blaser-device", "cpu"), "blaser.device", "cpu"),
+    ((*VLLM, "--blaser-qe-encoder", "org/sonar"), "blaser_qe.encoder", "org/sonar"),
+    ((*VLLM, "--blaser-qe-checkpoint", "org/qe"), "blaser_qe.checkpoint", "org/qe"),
+    ((*VLLM, "--blaser-qe-device", "cuda:1"), "blaser_qe.device", "cuda:1"),
+    ((*VLLM, "--environment", "comet=/envs/comet/bin/python", "--environment",
+      "metrics=/envs/m/bin/python"), "environments",
+     {"comet": "/envs/comet/bin/python", "metrics": "/envs/m/bin/python"}),
     (("--all", "--translator", "mypackage.translators:MyTranslator"), "models[0].translator",
      "mypackage.translators:MyTranslator"),
     (("--all", "--translator", "pkg.mod:T", "--translator-kwargs",
@@ -127,6 +147,60 @@ def test_the_reference_lists_no_flag_left_untested() -> None:
     tested = {flag for flags, _, _ in FLAGS for flag in flags if flag.startswith("--")}
     tested |= {flag for flags, _, _ in METAEVAL_FLAGS for flag in flags if flag.startswith("--")}
     assert set(cli.FLAG_KEYS) - {"--output-dir"} <= tested | {"--dataset-path"}
+
+
+def test_paths_given_to_the_command_mean_what_they_meant_where_it_was_typed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A COMET checkpoint folder, BLASER's encoder folder and environments' Pythons, relative
+    to where the command is typed, in its flags and in configuration given to Snakemake after
+    `--`; hub ids stay."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "sonar").mkdir()
+    config = configured(
+        "run", *VLLM, "--metrics", "chrf,comet,xcomet,blaser", "--comet-model", "ckpt",
+        "--xcomet-model", "Unbabel/XCOMET-XL", "--environment", "comet=.venv-comet/bin/python",
+        "--blaser-encoder", "sonar", "--environment", "blaser=../blaser/bin/python",
+        folder=tmp_path / "runs" / "m",
+    )  # fmt: skip
+    assert config["comet"]["model"] == str(tmp_path / "ckpt")
+    assert config["xcomet"]["model"] == "Unbabel/XCOMET-XL"
+    assert config["blaser"]["encoder"] == str(tmp_path / "sonar")
+    assert config["environments"] == {
+        "comet": str(tmp_path / ".venv-comet/bin/python"),
+        "blaser": str(tmp_path / "../blaser/bin/python"),
+    }
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        yaml.safe_dump(
+            {"comet": {"model": "./ckpt", "device": "cpu"}, "blaser_qe": {"encoder": "sonar"}}
+        )
+    )
+    folder = tmp_path / "runs" / "m"
+    extra = paths_made_absolute(
+        ["--config", "environments={comet: .venv-comet/bin/python}", "limit=2",
+         "--configfile", "mine.yaml", "--quiet"],
+        folder,
+    )  # fmt: skip
+    python = json.dumps({"comet": str(tmp_path / ".venv-comet/bin/python")})
+    assert extra[:4] == ["--config", f"environments={python}", "limit=2", "--quiet"]
+    assert extra[4] == "--configfile" and len(extra) == 6
+    copied = Path(extra[5])
+    assert copied.parent == folder / "logs" / "bouquet-eval"
+    assert yaml.safe_load(copied.read_text())["comet"] == {
+        "model": str(tmp_path / "ckpt"),
+        "device": "cpu",
+    }
+    assert yaml.safe_load(copied.read_text())["blaser_qe"] == {"encoder": str(tmp_path / "sonar")}
+    assert copied.read_text().startswith(f"# {mine.absolute()}, with its paths made absolute")
+    # A file without a relative path is given as it is.
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"comet": {"model": "Unbabel/wmt22-comet-da"}}))
+    assert paths_made_absolute(["--configfile", str(plain)], folder) == [
+        "--configfile",
+        str(plain),
+    ]
 
 
 def test_dataset_path_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
@@ -307,7 +381,7 @@ def test_run_with_a_translator_of_ones_own_and_resume(tmp_path: Path, dataset: P
     assert lines[0] == ("bouquet-eval: 1 direction, 1 model selected (3 sentences per model)"), (
         first.stdout
     )
-    assert "bouquet-eval: translate 1/1 directions, score 1/1 directions" in lines
+    assert "bouquet-eval: translate 1/1 directions, score 1/1 directions, aggregate 1/1" in lines
     assert f"bouquet-eval: results in {folder}" in lines
     assert any(line.startswith("bouquet-eval: mine: chrfpp ") for line in lines), lines
     log = Path(lines[-1].removeprefix("bouquet-eval: Snakemake's full log: "))
@@ -353,7 +427,7 @@ def test_the_same_command_again_does_only_what_is_missing(tmp_path: Path, datase
     assert recorded(record) == ["LOAD", "eng_Latn-deu_Latn", "LOAD", "eng_Latn-fra_Latn"]
     again = command(tmp_path, *flags, check=True)
     assert len(recorded(record)) == 4
-    assert "translate 2/2 directions, score 2/2 directions" in again.stdout
+    assert "bouquet-eval: nothing to do: every output is current" in again.stdout.splitlines()
 
 
 def test_translate_then_score_then_aggregate(tmp_path: Path, dataset: Path) -> None:
@@ -529,6 +603,29 @@ def test_an_error_found_while_planning_is_shown_with_the_log(tmp_path: Path, dat
     log = Path(where.removeprefix("bouquet-eval: run failed; Snakemake's full log: "))
     # The full log holds the same one line, without a traceback.
     assert error in log.read_text() and "Traceback" not in log.read_text()
+
+
+def test_metrics_without_their_environments_are_named_before_any_job(tmp_path: Path) -> None:
+    """COMET and BLASER asked for on the command line, in a Python that has neither: each
+    environment's line names the flag to add, and no job starts (the workflow's environment
+    holds neither unbabel-comet nor sonar-space)."""
+    result = command(
+        tmp_path, "run", "--translator", "copy-source", "--all", "--metrics",
+        "chrf,comet,blaser", "--dataset-path", str(SAMPLE), "--output-dir", "runs/mine",
+    )  # fmt: skip
+    assert result.returncode == 1
+    said = [line for line in result.stderr.splitlines() if "software environment" in line]
+    assert [re.sub(r"\(/\S+\)", "(PYTHON)", line) for line in said] == [
+        "bouquet-eval: metric comet scores in the software environment 'comet' "
+        "(envs/comet.yaml), and this Python (PYTHON) has no module comet: give that "
+        "environment's Python with --environment comet=PYTHON (docs/metrics.md#score-jobs), "
+        "or run with --sdm conda",
+        "bouquet-eval: metric blaser scores in the software environment 'blaser' "
+        "(envs/blaser.yaml), and this Python (PYTHON) has no module sonar, fairseq2: give that "
+        "environment's Python with --environment blaser=PYTHON (docs/metrics.md#score-jobs), "
+        "or run with --sdm conda. No job was started.",
+    ]
+    assert not list((tmp_path / "runs" / "mine").glob("*.jsonl"))
 
 
 def test_a_secret_in_the_flags_is_refused_before_anything_is_written(tmp_path: Path) -> None:

@@ -99,15 +99,53 @@ def planning_failure(workflow: Workflow, env: dict[str, str], *arguments: str) -
         ),
     ],
 )
-def test_objects_of_ones_own_are_checked_at_planning(
+def test_objects_of_ones_own_are_checked_before_any_job(
     workflow: Workflow, dataset: Path, own_module: dict[str, str], entry: dict, message: str
 ) -> None:
+    """A dry run warns; a real run that is to translate with the model stops before any job
+    starts."""
     config = bounds_config(dataset)
     config["models"].append(own_model(**entry))
     workflow.write_config(config)
-    for arguments in [("--dry-run",), ()]:
-        line = planning_failure(workflow, own_module, *arguments)
-        assert line.startswith(f"bouquet-eval: {workflow.config_path}: {message}"), line
+    dry = workflow.run("--dry-run", env=own_module)
+    assert f"bouquet-eval: warning: {workflow.config_path}: {message}" in dry.stderr, dry.stderr
+    assert "a real run that translates with this model stops before any job starts" in dry.stderr
+    result = workflow.run(check=False, env=own_module)
+    assert result.returncode != 0
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"bouquet-eval: {workflow.config_path}: {message}"), line
+    assert "Traceback" not in result.stderr and not (workflow.workdir / "logs").exists()
+    assert not list((workflow.workdir / "runs").glob("*/*.jsonl"))
+
+
+def test_objects_of_ones_own_are_imported_only_where_they_translate(
+    workflow: Workflow, dataset: Path, own_module: dict[str, str], tmp_path: Path
+) -> None:
+    """Runs made elsewhere, ranked from a folder where their translator cannot be imported:
+    nothing of theirs is translated, so nothing of theirs is imported; `python_path`, where
+    given, finds it for the directions to redo."""
+    config = bounds_config(dataset, directions={"list": ["eng_Latn-deu_Latn"]}, limit=2)
+    config["models"] = [own_model()]
+    workflow.write_config(config)
+    workflow.run(env=own_module)
+    elsewhere = {"PYTHONPATH": python_path(PLUGINS)}  # without the folder of `own`
+    (workflow.workdir / "runs" / "leaderboard.csv").unlink()
+    workflow.run("results", env=elsewhere)
+    assert (workflow.workdir / "runs" / "leaderboard.csv").is_file()
+    (workflow.workdir / "runs" / "mine" / "eng_Latn-deu_Latn.jsonl").unlink()
+    line = planning_failure_line(workflow.run("results", check=False, env=elsewhere))
+    assert "models[0].translator (model 'mine'): cannot import module 'own' of 'own:Echo': " in line
+    assert line.endswith("(the folder that holds it goes in python_path, or on PYTHONPATH)")
+    config["python_path"] = [str(tmp_path / "own")]
+    workflow.write_config(config)
+    workflow.run("results", env=elsewhere)
+    assert (workflow.workdir / "runs" / "mine" / "eng_Latn-deu_Latn.jsonl").is_file()
+
+
+def planning_failure_line(result) -> str:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    return result.stderr.strip().splitlines()[-1]
 
 
 def test_what_can_be_called_so_passes(

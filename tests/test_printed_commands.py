@@ -25,9 +25,11 @@ from .workflow_configs import bounds_config
 DIRECTIONS = ["eng_Latn-fra_Latn"]
 
 
-def pasted(command: str, directory: Path, env: dict[str, str] | None = None) -> None:
+def pasted(
+    command: str, directory: Path, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     """Run `command` in a shell in `directory`, with `snakemake` and `python` on PATH as in the
-    environment a user activated; it must succeed."""
+    environment a user activated; it must succeed unless `check` is false."""
     assert not directory.resolve().is_relative_to(REPOSITORY)
     environment = Workflow.environment(env)
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
@@ -35,7 +37,8 @@ def pasted(command: str, directory: Path, env: dict[str, str] | None = None) -> 
     finished = subprocess.run(
         ["bash", "-c", command], cwd=directory, env=environment, capture_output=True, text=True
     )
-    assert finished.returncode == 0, f"{command}\n{finished.stdout}\n{finished.stderr}"
+    assert finished.returncode == 0 or not check, f"{command}\n{finished.stdout}\n{finished.stderr}"
+    return finished
 
 
 def test_the_missing_dataset_hint_fetches_it(
@@ -88,21 +91,52 @@ def test_the_documented_command_verifies_a_received_archive(
     config = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
     config["models"] = [{"name": "my-model", "translator": "copy-source"}]
     workflow.write_config(config)
-    workflow.run("all", "submission")
+    workflow.run("all")
+    # `progress` ends with its table; `submission` saying where the submissions are.
+    table = workflow.run("progress", "--nolock")
+    assert "bouquet-eval: results in" not in table.stdout + table.stderr
+    made = workflow.run("submission").stderr.strip().splitlines()[-1]
+    assert made == (
+        f"bouquet-eval: submissions in {workflow.workdir / 'runs' / 'submission'}/ (<model>.tar.gz)"
+    )
     maintainer = tmp_path / "maintainer"
     (maintainer / "received").mkdir(parents=True)
     shutil.copyfile(
         workflow.workdir / "runs" / "submission" / "my-model.tar.gz",
         maintainer / "received" / "my-model.tar.gz",
     )
-    # The maintainer's own configuration: the same dataset and settings, none of its models.
+    # The maintainer's own configuration: the same dataset and settings, and no model.
     leaderboard = bounds_config(dataset, directions={"list": DIRECTIONS}, limit=2)
+    del leaderboard["models"]
     (maintainer / "leaderboard.yaml").write_text(yaml.safe_dump(leaderboard), encoding="utf-8")
     command = documented_maintainer_command()
     assert command.startswith("snakemake -s /path/to/bouquet-eval/workflow/Snakefile verify ")
-    pasted(command.replace("/path/to/bouquet-eval", str(REPOSITORY)), maintainer)
+    command = command.replace("/path/to/bouquet-eval", str(REPOSITORY))
+    pasted(command, maintainer)
     verification = pd.read_csv(maintainer / "runs" / "received" / "my-model" / "verification.csv")
     assert set(verification["status"]) == {OK} and len(verification) == 3
+    # A tampered score is caught in one line, with no traceback.
+    tampered = maintainer / "received" / "tampered"
+    shutil.copytree(workflow.workdir / "runs" / "submission" / "my-model", tampered)
+    scores = pd.read_csv(tampered / "scores.csv")
+    recomputed = float(scores["chrfpp"].iloc[0])
+    scores["chrfpp"] += 1
+    scores.to_csv(tampered / "scores.csv", index=False)
+    failed = pasted(
+        command.replace("received/my-model.tar.gz", "received/tampered"), maintainer, check=False
+    )
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
+    claim = float(scores["chrfpp"].iloc[0])
+    said = [line for line in failed.stderr.splitlines() if "claimed" in line]
+    assert said and all(
+        re.search(
+            rf"verification failed: model 'tampered', direction eng_Latn-fra_Latn, chrfpp: "
+            rf"claimed {claim!r}, recomputed {recomputed!r} \(tolerance 1e-09\); all values: "
+            rf"{maintainer / 'runs' / 'received' / 'tampered' / 'verification.csv'}$",
+            line,
+        )
+        for line in said
+    ), failed.stderr
 
 
 def test_bouquet_eval_home_in_a_script_of_ones_own(tmp_path: Path) -> None:

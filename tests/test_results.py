@@ -5,6 +5,7 @@ The workflow tests share one real run of the sample (two models) in a scratch di
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import shutil
@@ -27,6 +28,7 @@ from bouquet_eval.results.leaderboard import (
     build_leaderboard,
     markdown_table,
     primary_metric,
+    write_leaderboard,
 )
 from bouquet_eval.results.mtme import documents, escape, unescape
 from bouquet_eval.results.pages import leaderboard_page
@@ -152,7 +154,7 @@ def test_models_on_other_directions_are_marked_not_ranked() -> None:
     assert "partial *" in markdown_table(board, set())
 
 
-def test_reference_points_are_bounds_not_ranked() -> None:
+def test_reference_points_are_bounds_not_ranked(tmp_path: Path) -> None:
     """The references as output would always be first: every model's p vs best would be
     against them."""
     results = [
@@ -174,6 +176,12 @@ def test_reference_points_are_bounds_not_ranked() -> None:
     assert board["cluster"].tolist()[:2] == [1, 1]
     page = leaderboard_page(board, set())
     assert "upper bound</td>" in page and "lower bound</td>" in page
+    # Clusters are integers beside the unranked bounds: in the CSV, the Markdown and the page.
+    write_leaderboard(board, tmp_path / "leaderboard.csv", tmp_path / "leaderboard.md", set())
+    with (tmp_path / "leaderboard.csv").open(newline="") as written:
+        assert [row["cluster"] for row in csv.DictReader(written)] == ["1", "1", "", ""]
+    assert "| 1 | model-a | 1 |" in (tmp_path / "leaderboard.md").read_text()
+    assert 'class="cluster-1"' in page and "cluster-1.0" not in page
 
 
 def test_verification_statuses_and_message() -> None:

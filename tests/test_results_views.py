@@ -25,6 +25,8 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.core.stats import Resampling, benjamini_hochberg
+from bouquet_eval.planning.channel import declared_settings, slice_of
+from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
@@ -33,7 +35,7 @@ from bouquet_eval.results.pages import run_page
 from bouquet_eval.results.views import describe_language, results_page
 
 from . import browser
-from .conftest import patience
+from .conftest import REPOSITORY, patience
 from .leaderboard_models import SMALL, synthetic_model
 from .synthetic import (
     ENGLISH,
@@ -42,6 +44,8 @@ from .synthetic import (
     write_model_run,
     write_shaped_run,
 )
+
+SCHEMA_FILE = REPOSITORY / "workflow" / "schemas" / "config.schema.yaml"
 
 MODELS = ["alpha", "bravo", "charlie", "delta", "echo"]
 SENTENCES = 3
@@ -115,6 +119,21 @@ def test_the_run_page_shows_the_dataset_that_was_read() -> None:
     assert "path: /data/b" in shown and "facebook/bouquet" not in shown
     hub = run_page({"dataset": {"name": "facebook/bouquet", "revision": "v1", "path": None}}, {})
     assert "name: facebook/bouquet" in hub and "revision: v1" in hub and "path:" not in hub
+
+
+def test_the_run_page_shows_the_settings_of_the_metrics_computed_only() -> None:
+    """The page shows what the leaderboard job read (its slice of the configuration): the
+    settings of the metrics the run computes, not every built-in metric's."""
+    config = {
+        "metrics": ["chrf", "comet"],
+        "comet": {"model": "Unbabel/wmt22-comet-da"},
+        "metricx": {"model": "google/metricx-24-hybrid-xl-v2p6"},
+        "blaser": {"encoder": "facebook/SONAR"},
+    }
+    settings = declared_settings(load_schema(SCHEMA_FILE))
+    shown = run_page(slice_of(config, settings, "leaderboard"), {})
+    assert "Unbabel/wmt22-comet-da" in shown
+    assert "metricx" not in shown and "blaser" not in shown
 
 
 def test_languages_have_names_scripts_and_regions() -> None:

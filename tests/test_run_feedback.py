@@ -7,8 +7,12 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Any
+
+from snakemake_interface_logger_plugins.common import LogEvent
 
 from bouquet_eval.command.console import PROGRESS_SECONDS
+from bouquet_eval.command.tracker import PLANNED, PlannedJob, RunTracker
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.planning.progress import run_progress
 
@@ -220,12 +224,14 @@ def test_the_plain_snakemake_console_is_a_line_per_stage(
             printed[-1].append(line)
         else:
             printed.append([line])
-    # A progress line as each stage completes (five stages), and in between at most one every
-    # PROGRESS_SECONDS, so that a slower run prints more of them, each at most two lines wide;
-    # besides them, what was selected, the job table, Snakemake's log and where the results are.
-    progress = [line for line in printed if line[0].startswith("bouquet-eval: jobs done: ")]
+    # A progress line as the stages move (five stages), and in between at most one every
+    # PROGRESS_SECONDS (or what the run does when they do not move), so that a slower run
+    # prints more of them, each at most two lines wide; besides them, what was selected, the
+    # job table, Snakemake's log and where the results are.
+    progress = [line for line in printed if line[0].startswith("bouquet-eval: translate ")]
     assert len(progress) <= 5 + elapsed / PROGRESS_SECONDS + 1, lines
     assert max(map(len, progress)) <= 2, lines
+    assert max(len(part) for line in progress for part in line) <= 100, progress
     assert len(printed) - len(progress) == 4, lines
     (table,) = [line for line in lines if "jobs to run:" in line]
     assert re.fullmatch(
@@ -234,9 +240,10 @@ def test_the_plain_snakemake_console_is_a_line_per_stage(
         table,
     ), table
     assert lines[-2].startswith("Snakemake's full log: ")
-    assert lines[-1].startswith("bouquet-eval: results in runs/ ")
+    results = workflow.workdir / "runs"
+    assert lines[-1].startswith(f"bouquet-eval: results in {results}/ ")
     assert re.search(
-        r"bouquet-eval: jobs done: translate (\d+)/\1, score (\d+)/\2, aggregate 2/2,"
+        r"bouquet-eval: translate 40/40 directions, score 40/40 directions, aggregate 2/2,"
         r"\s+heatmaps 2/2,\s+leaderboard 1/1",
         "\n".join(lines),
     ), lines
@@ -247,3 +254,94 @@ def test_the_plain_snakemake_console_is_a_line_per_stage(
 def _console(output: str) -> list[str]:
     """The console's lines, without Snakemake's note of the profile it applies."""
     return [line for line in output.splitlines() if "workflow specific profile" not in line]
+
+
+def test_the_time_left_leaves_out_the_start_and_holds_from_a_tenth_of_a_stage(
+    tmp_path: Path,
+) -> None:
+    """A stage of 200 directions that starts after a minute (planning, a model's load), then
+    writes a direction a second: by a tenth of it, the time left is within a tenth of the
+    truth (counting the start in, the pace since the run began says 12 min: 4x too long)."""
+    now = [0.0]
+    folder = tmp_path / "runs" / "m"
+    folder.mkdir(parents=True)
+    names = [f"aaa_Latn-{chr(97 + i // 26 % 26)}{chr(97 + i % 26)}x_Latn" for i in range(200)]
+    outputs = tuple(str(folder / f"{name}.jsonl") for name in names)
+    tracker = RunTracker({1: PlannedJob("translate_m_shard0of1", outputs, None)}, lambda: now[0])
+    tracker.started(1)
+    assert tracker.line() == "translate 0/200 directions"
+    now[0] = 60.0
+    for written, path in enumerate(outputs[:20], start=1):
+        Path(path).write_text("{}\n")
+        now[0] = 60.0 + written
+        tracker.poll()
+    left = re.fullmatch(r"translate 20/200 directions \(about (\d+) min left\)", tracker.line())
+    assert left and abs(int(left.group(1)) * 60 - 180) <= 18, tracker.line()
+    # Its job has ended: its benchmark record is written, Snakemake records its outputs.
+    assert tracker.activity().startswith("running: translate_m_shard0of1 (")
+    tracker.jobs[1] = PlannedJob("translate_m_shard0of1", outputs, str(tmp_path / "bench.tsv"))
+    (tmp_path / "bench.tsv").write_text("s\n1\n")
+    assert tracker.activity() == (
+        "Snakemake records the 200 outputs of translate_m_shard0of1, whose job has ended"
+    )
+    tracker.finished(1)
+    assert tracker.line() == "translate 200/200 directions"
+    assert tracker.activity() == "Snakemake ends the run"
+
+
+def test_a_direction_scored_by_several_jobs_counts_in_part(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    metric = folder / "by-metric" / "chrf"
+    metric.mkdir(parents=True)
+    scores = tuple(str(metric / f"eng_Latn-{c}_Latn.parquet") for c in ("fra", "deu"))
+    scored = tuple(str(folder / f"eng_Latn-{c}_Latn.scored.parquet") for c in ("fra", "deu"))
+    tracker = RunTracker(
+        {
+            1: PlannedJob("score_workflow_cpu_m_shard0of1", scores, None),
+            2: PlannedJob("score_m_shard0of1", scored, None),
+            3: PlannedJob("aggregate", (str(folder / "scores.csv"), str(folder / "x.csv")), None),
+            4: PlannedJob("all", (), None),
+        }
+    )
+    assert tracker.line() == "score 0/2 directions, aggregate 0/1"
+    tracker.started(1)
+    for path in scores:
+        Path(path).write_text("")
+    tracker.poll()
+    assert tracker.counts() == (1, 0) and tracker.line().startswith("score 1/2 directions")
+    tracker.finished(2)
+    assert tracker.complete() == {"score"}
+
+
+def test_a_silent_run_is_told_at_least_every_heartbeat(monkeypatch, tmp_path: Path) -> None:
+    """The console's own clock: with no event from Snakemake, it still says what the run
+    does (a job running), at the heartbeat."""
+    import io
+    import logging
+    from types import SimpleNamespace
+
+    from bouquet_eval.command import console
+
+    monkeypatch.setattr(console, "HEARTBEAT_SECONDS", 0.5)
+    monkeypatch.delenv("BOUQUET_EVAL_COMMAND", raising=False)
+    stream = io.StringIO()
+    monkeypatch.setattr(console.sys, "stderr", stream)
+    settings: Any = SimpleNamespace(stdout=False, dryrun=False, quiet=None)
+    handler = console.ConsoleHandler(common_settings=settings, settings=None)
+    try:
+        job = PlannedJob("translate_m_shard0of1", (str(tmp_path / "a-b.jsonl"),), None)
+        planned = logging.LogRecord("snakemake", logging.INFO, "", 0, "planned", None, None)
+        setattr(planned, PLANNED, {7: job})
+        handler.emit(planned)
+        started = logging.LogRecord("snakemake", logging.INFO, "", 0, "job", None, None)
+        started.event, started.jobid, started.rule_name = LogEvent.JOB_INFO, 7, job.rule
+        handler.emit(started)
+        time.sleep(2.5)
+    finally:
+        handler.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2, lines
+    assert all(
+        re.fullmatch(r"bouquet-eval: translate 0/1; running: translate_m_shard0of1 \(\d s\)", x)
+        for x in lines
+    ), lines

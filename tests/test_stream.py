@@ -20,12 +20,12 @@ import pandas as pd
 import pytest
 
 from bouquet_eval.core.jobs import INTERRUPTED_EXIT_STATUS
+from bouquet_eval.core.pace import duration
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset
 from bouquet_eval.translation.stream import Flight
 from bouquet_eval.translation.translate import (
     JobProgress,
     TranslationError,
-    duration,
     translate_directions,
 )
 from bouquet_eval.translation.watchdog import StallWatchdog, TranslatorStalled
@@ -367,22 +367,27 @@ JOB = textwrap.dedent(
 )
 
 
-def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
-    log = tmp_path / "job.log"
+def failed_job(script: str, log: Path, last: str) -> subprocess.CompletedProcess:
+    """Run a job's `script`, which fails: its log and its stderr end with the line `last`."""
     child = subprocess.run(
-        [sys.executable, "-c", JOB, str(log)],
+        [sys.executable, "-c", script, str(log)],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": python_path(), "PATH": ""},
         timeout=60,
     )
     assert child.returncode == 1
+    assert log.read_text().splitlines()[-1].endswith(last)
+    assert child.stderr.splitlines()[-1].endswith(last)
+    return child
+
+
+def test_a_failed_job_ends_its_log_with_one_line(tmp_path: Path) -> None:
     line = (
         "job failed: TranslationError: model m, direction eng_Latn-fra_Latn: the translator "
         "returned NoneType"
     )
-    assert log.read_text().splitlines()[-1].endswith(line)
-    assert child.stderr.splitlines()[-1].endswith(line)
+    child = failed_job(JOB, tmp_path / "job.log", line)
     # The traceback is in the log, once.
     assert child.stderr.count("Traceback") == 1
 
@@ -402,6 +407,21 @@ INTERRUPTED_JOB = textwrap.dedent(
 )
 
 
+# A child process (as vLLM's engine core) fails first, printing why; the parent says only that
+# the cause is "above", as vLLM's LLM does.
+CHILD_FAILS = textwrap.dedent(
+    """
+    import subprocess, sys
+    from bouquet_eval.core.jobs import job_logging
+
+    CHILD = "raise ValueError('No available memory for the cache blocks. Try increasing it.')"
+    with job_logging(sys.argv[1]):
+        subprocess.run([sys.executable, "-c", CHILD])
+        raise RuntimeError("Engine core initialization failed. See root cause above.")
+    """
+)
+
+
 def test_a_job_stopped_by_ctrl_c_ends_at_once_its_log_complete(tmp_path: Path) -> None:
     log, teardown = tmp_path / "job.log", tmp_path / "python-ended-as-usual"
     child = subprocess.run(
@@ -414,3 +434,11 @@ def test_a_job_stopped_by_ctrl_c_ends_at_once_its_log_complete(tmp_path: Path) -
     assert child.returncode == INTERRUPTED_EXIT_STATUS == 128 + signal.SIGINT
     assert log.read_text().splitlines()[-1].endswith("job stopped (interrupted)")
     assert not teardown.exists()
+
+
+def test_a_cause_a_child_printed_is_in_the_last_line(tmp_path: Path) -> None:
+    line = (
+        "job failed: RuntimeError: Engine core initialization failed. See root cause above.; "
+        "root cause: ValueError: No available memory for the cache blocks. Try increasing it."
+    )
+    failed_job(CHILD_FAILS, tmp_path / "job.log", line)

@@ -187,3 +187,10 @@ def test_an_engine_that_cannot_start_says_why_in_the_job_log(
     assert named, result.stderr
     job_log = Path(named.group(1)).read_text(encoding="utf-8")
     assert "ValueError: No available memory for the cache blocks" in job_log, job_log
+    # And on the console, beside vLLM's "See root cause above".
+    assert re.search(
+        r"^bouquet-eval: job failed: .*root cause above.*; root cause: ValueError: No available "
+        "memory for the cache blocks",
+        result.stderr,
+        re.M,
+    ), result.stderr

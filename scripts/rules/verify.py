@@ -1,9 +1,11 @@
 """Rule script: fail when any model's claimed scores differ from the recomputed ones, or hold
 values this configuration does not recompute (unless verify.allow_unchecked_claims)."""
 
+from pathlib import Path
+
 import pandas as pd
 
-from bouquet_eval.core.jobs import SnakemakeJob, job_logging
+from bouquet_eval.core.jobs import JobFailure, SnakemakeJob, job_logging
 from bouquet_eval.core.names import shown
 from bouquet_eval.results.verify import mismatch_message, what_was_checked
 
@@ -17,13 +19,18 @@ def main(snakemake: SnakemakeJob) -> None:
             checked = what_was_checked(verification)
             message = mismatch_message(model, verification, allow_unchecked)
             if message:
-                failures.append(f"{message}\n(model {shown(model)}: {checked}; all values: {path})")
+                log.info("model %s: %s", shown(model), checked)
+                # A line per value that does not hold, the last with where they all are.
+                *lines, last = message.splitlines()
+                failures += [*lines, f"{last}; all values: {Path(path).absolute()}"]
             else:
                 log.info(
                     "model %s: every value checked reproduced; %s (%s)", shown(model), checked, path
                 )
+        for failure in failures[:-1]:
+            log.error("verification failed: %s", failure)
         if failures:
-            raise SystemExit("verification failed:\n" + "\n".join(failures))
+            raise JobFailure(f"verification failed: {failures[-1]}")
 
 
 if __name__ == "__main__":  # not in a child that re-imports this script: see SnakemakeJob

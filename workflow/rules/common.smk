@@ -12,7 +12,7 @@ from bouquet_eval.data.outputs import AGGREGATES, metric_scores_path
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.metrics.records import MetricSet
 from bouquet_eval.planning.channel import Unrecorded
-from bouquet_eval.planning.checks import check_own_objects, stop_planning
+from bouquet_eval.planning.checks import environment_problem, stop_planning
 from bouquet_eval.planning.plan import Sources, load_plan
 from bouquet_eval.results.extracts import EXTRACT_FILE
 from bouquet_eval.results.leaderboard import primary_metric, score_columns
@@ -43,13 +43,16 @@ try:
         Sources(REPOSITORY, SOURCES_COMMIT),
         fetch=workflow.is_main_process,
     )
+    # Code of one's own is found where `python_path` says, after the workflow's package.
+    for folder in reversed(PLAN.import_folders()):
+        if folder not in sys.path:
+            sys.path.insert(1, folder)
     # A metric of one's own that cannot be used stops the run here, before anything is written.
     METRICS = load_metrics(PLAN.metrics, config)
     # What every job, prefetch and report needs to know of them, from their records.
     METRIC_SET = MetricSet.of(PLAN.metrics, config, METRICS)
-    # So are translators and prompt functions of one's own (imported, no model loaded), once.
-    if workflow.is_main_process:
-        check_own_objects(PLAN.models.values())
+    # Translators and prompt functions of one's own are imported only where a translate job
+    # is to run (the run's start, hooks.smk; a dry run warns while planning, planning.smk).
 except ConfigError as error:
     stop_planning(error, workflow.configfiles)
 
@@ -170,18 +173,47 @@ def score_environment(family):
     return f"../../envs/{METRIC_SET.family_environment(family)}.yaml"
 
 
+def deploys_software():
+    """Whether the run deploys its jobs' software itself (--sdm conda or env-modules)."""
+    from snakemake.settings.types import DeploymentMethod
+
+    deploying = {DeploymentMethod.CONDA, DeploymentMethod.ENV_MODULES}
+    return bool(deploying & set(workflow.deployment_settings.deployment_method))
+
+
 def environment_python(environment):
     """The Python of a software environment where `environments` names one, for a run that
     deploys no software itself (with --sdm conda or env-modules, those do)."""
-    from snakemake.settings.types import DeploymentMethod
-
     python = config["environments"].get(environment)
-    deploying = {DeploymentMethod.CONDA, DeploymentMethod.ENV_MODULES}
-    if python is None or deploying & set(
-        workflow.deployment_settings.deployment_method
-    ):
+    if python is None or deploys_software():
         return None
     return str(expand_path(python))
+
+
+def environment_problems(environments):
+    """For each environment of `environments` (name -> the metrics that score in it), what
+    keeps its score jobs from running (planning.checks.environment_problem), in a run that
+    deploys no software itself."""
+    if deploys_software():
+        return []
+    found = [
+        environment_problem(
+            name, environment_python(name), metrics, METRIC_SET.modules(metrics)
+        )
+        for name, metrics in environments.items()
+    ]
+    return [problem for problem in found if problem is not None]
+
+
+def metric_environments(families):
+    """The environments of score job families -> the metrics that score in them."""
+    environments = {}
+    for family in families:
+        metrics = METRIC_SET.families()[family]
+        environments.setdefault(METRIC_SET.family_environment(family), []).extend(
+            metrics
+        )
+    return environments
 
 
 def family_python(family):

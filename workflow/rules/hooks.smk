@@ -2,16 +2,25 @@
 # fails.
 import os
 import sys
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
+import bouquet_eval.command.tracker as console_tracker
 from bouquet_eval.core.config import ConfigError
+from bouquet_eval.core.home import report_command
 from bouquet_eval.core.io import write_json
 from bouquet_eval.core.jobs import failed_job_report
 from bouquet_eval.core.secrets import redact_command
 from bouquet_eval.data.prefetch import check_hub_needs
-from bouquet_eval.planning.checks import refuse_unset_api_keys, stop_planning
+from bouquet_eval.planning.checks import (
+    check_own_objects,
+    error_line,
+    refuse_unset_api_keys,
+    stop_planning,
+    translating_models,
+)
 from bouquet_eval.planning.runs import (
     RunningError,
     command_line,
@@ -31,9 +40,36 @@ onerror:
 
 onsuccess:
     # Where the results are: the console's last line (bouquet_eval.command.console).
-    logger.info(
-        f"bouquet-eval: results in {OUTPUT_DIR}/ (leaderboard.csv, <model>/scores.csv); "
-        "the report: snakemake --report report.html"
+    line = closing_line({job.rule.name for job in workflow.dag.targetjobs})
+    if line:
+        logger.info(line, extra={console_tracker.CLOSING: True})
+
+
+def closing_line(targets):
+    """What a successful run made and where, by the targets it was asked for; with the
+    command that writes the report, which works pasted in any folder. None for `progress`,
+    whose table is the answer."""
+    results = Path.cwd() / OUTPUT_DIR
+    if "progress" in targets:
+        return None
+    made = {
+        "submission": f"submissions in {results / 'submission'}/ (<model>.tar.gz)",
+        "verify": f"every claim holds ({results}/<model>/verification.csv)",
+        "metaeval": f"agreement with people in {results / 'metaeval'}/",
+        "mtme": f"MT Metrics Eval's layout in {results / 'mtme'}/",
+        "prefetch": f"fetched; what, at which commit: {Path.cwd() / 'logs' / 'prefetch.log'}",
+    }
+    lines = [made[target] for target in sorted(targets) if target in made]
+    if lines:
+        return "bouquet-eval: " + "; ".join(lines)
+    if not (results / "leaderboard.md").is_file():
+        return f"bouquet-eval: results in {results}/ (<model>/scores.csv)"
+    command = report_command(
+        workflow.main_snakefile, Path.cwd(), results / "report.html"
+    )
+    return (
+        f"bouquet-eval: results in {results}/ (leaderboard.md, leaderboard.csv, "
+        f"<model>/scores.csv); the report: {command}"
     )
 
 
@@ -53,22 +89,64 @@ onstart:
     if CHECKED_DATASET_FILES:
         write_json(DATASET_INDEX, CHECKED_DATASET_FILES[0])
     refuse_slurm_placeholders()
-    refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
-    refuse_what_the_hub_cannot_give(jobs)
+    if not workflow.touch:
+        # What would make a job that is to start fail at once; `--touch` starts none.
+        refuse_unusable_own_objects(jobs)
+        refuse_environments_without_their_modules(jobs)
+        refuse_unset_api_keys(PLAN.models.values(), jobs, workflow.configfiles)
+        refuse_what_the_hub_cannot_give(jobs)
     # Snakemake's scheduler rounds and job records at the cost of what changed, not of what
     # waits for a core or of outputs times inputs (bouquet_eval.planning.snakemake_patch).
     unpatched = apply_to_run(workflow)
     if unpatched:
         logger.warning(unpatched_message(unpatched))
+    # The console follows these jobs' outputs (bouquet_eval.command.tracker).
+    logger.info(
+        f"bouquet-eval: the console follows the outputs of the {len(jobs)} jobs to run",
+        extra={console_tracker.PLANNED: console_tracker.planned_jobs(jobs)},
+    )
+
+
+def refuse_environments_without_their_modules(jobs):
+    """Stop the run before any job starts when a family of metrics whose score jobs are to
+    run cannot run in its software environment (COMET's with no `environments: {comet: ...}`
+    in a Python without unbabel-comet, say), naming the setting to give."""
+    rules = {job.rule.name for job in jobs}
+    families = [
+        f
+        for f in METRIC_SET.families()
+        if any(r.startswith(f"score_{f}_") for r in rules)
+    ]
+    environments = metric_environments(families)
+    if "verify_model" in rules:
+        environments.setdefault(METRIC_SET.joint_environment(), []).extend(PLAN.metrics)
+    problems = environment_problems(environments)
+    # Each environment's problem on a line of its own, so that one run names all there are.
+    for problem in problems[:-1]:
+        print(error_line(problem, workflow.configfiles), file=sys.stderr)
+    if problems:
+        last = problems[-1]
+        stopped = f"{last}. No job was started."
+        stop_planning(
+            ConfigError(stopped, last.key, last.key_is_set), workflow.configfiles
+        )
+
+
+def refuse_unusable_own_objects(jobs):
+    """Stop the run before any job starts when a translator or prompt function of one's own
+    that a translate job is to call cannot be imported or called with its arguments; those
+    of models that translate nothing in this run are not imported."""
+    try:
+        check_own_objects(PLAN.models.values(), translating_models(jobs))
+    except ConfigError as error:
+        stop_planning(error, workflow.configfiles)
 
 
 def refuse_what_the_hub_cannot_give(jobs):
     """Stop the run before any job starts when a model or tokenizer its jobs would load is
     neither in the Hugging Face cache nor to be had from the Hub (the same list `prefetch`
     fetches), naming it and how to fetch it: not in a job, after its model's retries."""
-    translating = {
-        job.params.model for job in jobs if job.rule.name.startswith("translate_")
-    }
+    translating = translating_models(jobs)
     scoring = any(job.rule.name.startswith(("score_", "verify_model")) for job in jobs)
     try:
         check_hub_needs(

@@ -13,7 +13,11 @@ from bouquet_eval.core.config import ConfigError
 from bouquet_eval.core.freshness import check_job, describe, stamp_input, stamp_path
 from bouquet_eval.data.dataset import prepare_dataset
 from bouquet_eval.data.judgements import download_judgements
-from bouquet_eval.planning.checks import stop_planning, warn_of_unset_api_keys
+from bouquet_eval.planning.checks import (
+    stop_planning,
+    warn_of_unset_api_keys,
+    warn_of_unusable_own_objects,
+)
 from bouquet_eval.planning.estimate import api_estimates
 from bouquet_eval.planning.runs import locked_by_a_live_run, remove_stale_locks
 from bouquet_eval.planning.selection import announce as announce_selection
@@ -32,7 +36,7 @@ def once_while_planning(wildcards=None):
     if PLANNED or not workflow.is_main_process:
         return []
     PLANNED.append(True)
-    give_jobs_the_package()
+    give_jobs_the_package(PLAN.import_folders())
     try:
         # Every job reads the dataset's files: they are downloaded (a dataset on the Hub) or
         # laid out (one saved by `datasets`) and checked before any starts. Met-BOUQuET's
@@ -55,6 +59,13 @@ def once_while_planning(wildcards=None):
         stop_planning(error, workflow.configfiles)
     if workflow.dryrun:
         warn_of_unset_api_keys(PLAN.models.values())
+        warn_of_unusable_own_objects(PLAN.models.values(), workflow.configfiles)
+        for problem in environment_problems(metric_environments(METRIC_SET.families())):
+            print(
+                f"bouquet-eval: warning: {problem}; a real run that scores with them stops "
+                "before any job starts",
+                file=sys.stderr,
+            )
         # What the API models will send, and cost (bouquet_eval.planning.estimate).
         for estimate in api_estimates(PLAN):
             print(estimate.line(), file=sys.stderr)

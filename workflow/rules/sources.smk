@@ -61,13 +61,16 @@ except ModuleNotFoundError as missing:
     ) from None
 
 
-def give_jobs_the_package():
-    """Put the package first on the PYTHONPATH that jobs inherit: a job unpickles its plan
-    before any line of its script runs, so its environment must find the package; called
-    once Snakemake plans the run (planning.smk), as a module's `onstart` is never run.
+def give_jobs_the_package(own_folders=()):
+    """Put the package first on the PYTHONPATH that jobs inherit, then the folders of code of
+    one's own (`python_path`): a job unpickles its plan before any line of its script runs, so
+    its environment must find the package; called once Snakemake plans the run
+    (planning.smk), as a module's `onstart` is never run.
     """
-    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if inherited[0] != PACKAGE_ROOT:
-        os.environ.update(
-            PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, *filter(None, inherited)])
-        )
+    wanted = [PACKAGE_ROOT, *own_folders]
+    inherited = [
+        path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path
+    ]
+    if inherited[: len(wanted)] != wanted:
+        kept = [path for path in inherited if path not in wanted]
+        os.environ.update(PYTHONPATH=os.pathsep.join([*wanted, *kept]))

@@ -19,6 +19,7 @@ from typing import Any
 
 from bouquet_eval.command.config import BACKEND_FLAGS, CHAT_BACKENDS, DEFAULT_METRICS
 from bouquet_eval.command.run import REPOSITORY, run_command, run_leaderboard
+from bouquet_eval.metrics.records import RECORDS, SHARED_ENVIRONMENTS
 from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.translators.backends import BACKENDS, DTYPES
 
@@ -141,15 +142,49 @@ _TRANSLATION = (
           metavar="JSON"),
 )  # fmt: skip
 
+
+def _metric_flags() -> tuple[Flag, ...]:
+    """The flags of every built-in metric's models, device and reference-free switch, from its
+    record (`MetricRecord.flags`: `--metricx-model`, `--blaser-encoder`, `--comet-device`)."""
+    flags = []
+    for name, record in RECORDS.items():
+        settings = record.settings or {}
+        what = record.summary.split(":")[0]
+        for flag, setting in record.flags():
+            if setting == record.qe_setting:
+                kind: dict[str, Any] = {"help": "reference-free (quality estimation)", **_SWITCH}
+            elif setting == record.device_setting:
+                kind = {"help": "auto, cpu, cuda or cuda:N", "metavar": "DEVICE"}
+            else:
+                kind = {"help": f"{what}: its {setting} (hub id, or a path where the command is "
+                        "typed)", "metavar": "NAME"}  # fmt: skip
+            flags.append(
+                _flag(flag, default=settings[setting]["default"], key=f"{name}.{setting}", **kind)
+            )
+    return tuple(flags)
+
+
+def _own_environments() -> str:
+    """The environments of metrics whose packages cannot live beside the workflow's, and
+    their metrics: "comet for comet, cometkiwi, xcomet; blaser for ..."."""
+    environments: dict[str, list[str]] = {}
+    for name, record in RECORDS.items():
+        if record.environment not in SHARED_ENVIRONMENTS:
+            environments.setdefault(record.environment, []).append(name)
+    return "; ".join(f"{env} for {', '.join(names)}" for env, names in environments.items())
+
+
 _SCORING = (
-    _flag("--metrics", help="comma-separated: chrf, metricx, glotlid, bleu, ter or pkg.mod:Name",
-          default=",".join(DEFAULT_METRICS), key="metrics", metavar="LIST"),
-    _flag("--metricx-model", help="MetricX-24 checkpoint (hub id or folder)",
-          default=_schema_default("metricx", "model"), key="metricx.model", metavar="NAME"),
-    _flag("--metricx-device", help="auto, cpu, cuda or cuda:N",
-          default=_schema_default("metricx", "device"), key="metricx.device", metavar="DEVICE"),
-    _flag("--metricx-qe", help="reference-free MetricX (quality estimation)",
-          default=_schema_default("metricx", "qe"), key="metricx.qe", **_SWITCH),
+    _flag("--metrics", help=f"comma-separated: {', '.join(RECORDS)} (docs/metrics.md), or "
+          "pkg.mod:Name of your own", default=",".join(DEFAULT_METRICS), key="metrics",
+          metavar="LIST"),
+    *_metric_flags(),
+    _flag("--environment", help="the Python of the software environment a family of metrics "
+          "runs in (repeatable), e.g. comet=.venv-comet/bin/python, for the metrics whose "
+          f"packages cannot live beside the workflow's: {_own_environments()} "
+          "(docs/metrics.md#score-jobs)",
+          default="Snakemake's own Python", key="environments.NAME", action="append",
+          metavar="NAME=PYTHON"),
 )  # fmt: skip
 
 _DATASET = (
@@ -260,7 +295,7 @@ def leaderboard(argv: Sequence[str]) -> int:
         "runs", help="the folder the models were run into (each --output-dir RUNS/<model>)"
     )
     parser.add_argument("--cores", default="all", help="cores to use (default: all)")
-    return run_leaderboard(parser.parse_args(own), snakemake_args)
+    return run_leaderboard(parser.parse_args(own), snakemake_args, argv)
 
 
 LEADERBOARD_HELP = (

@@ -14,7 +14,8 @@ import copy
 import json
 import os
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,10 @@ from typing import Any
 import yaml
 
 from bouquet_eval.core.config import ConfigError, load_yaml
-from bouquet_eval.core.home import workflow_home
+from bouquet_eval.core.home import snakefile, workflow_home
 from bouquet_eval.core.io import atomic_path, json_reason
 from bouquet_eval.data.judgements import MET_BOUQUET
+from bouquet_eval.metrics.records import RECORDS
 from bouquet_eval.planning.channel import MODEL_KEYED, declared_settings, shared_settings
 from bouquet_eval.planning.schema import load_schema, validate_config
 from bouquet_eval.planning.sharding import parse_part
@@ -89,18 +91,32 @@ def load_saved(folder: Path) -> dict[str, Any] | None:
     return load_yaml(path) if path.is_file() else None
 
 
-def save(config: Mapping[str, Any], folder: Path, path: Path | None = None) -> Path:
+def save(
+    config: Mapping[str, Any],
+    folder: Path,
+    path: Path | None = None,
+    copy_of: Path | None = None,
+    targets: Sequence[str] = (),
+) -> Path:
     """Write the run's configuration beside its outputs (or as `path`), without the shard,
-    atomically: shard processes started together write the same file."""
+    atomically: shard processes started together write the same file; its first lines give
+    the `snakemake` command that runs its `targets` again, from any folder. `copy_of`: the
+    file given to the command that this is a copy of, its paths made absolute."""
     whole = copy.deepcopy(dict(config))
     whole.get("directions", {}).pop("shard", None)
     path = path or folder / SAVED_CONFIG
+    command = shlex.join(
+        ["snakemake", "-s", snakefile(), "-d", str(folder), *targets, "--cores", "all",
+         "--configfile", str(path)]
+    )  # fmt: skip
+    header = (
+        f"# {copy_of}, with its paths made absolute where bouquet-eval was typed\n"
+        if copy_of
+        else f"# Written by bouquet-eval; reproduce the run with Snakemake:\n#   {command}\n"
+    )
     with atomic_path(path) as partial:
         partial.write_text(
-            "# Written by bouquet-eval; reproduce the run with Snakemake:\n"
-            f"#   snakemake -s <repository>/workflow/Snakefile -d {folder} --configfile {path}\n"
-            + yaml.safe_dump(whole, sort_keys=False, allow_unicode=True),
-            encoding="utf-8",
+            header + yaml.safe_dump(whole, sort_keys=False, allow_unicode=True), encoding="utf-8"
         )
     return path
 
@@ -167,6 +183,51 @@ def _paths_made_absolute(entry: dict[str, Any]) -> dict[str, Any]:
             entry[key] = _absolute_paths(entry[key])
     if backend is not None and backend.hub_model and isinstance(entry.get("model"), str):
         entry["model"] = _absolute_paths(entry["model"])
+    return entry
+
+
+def given_paths_made_absolute(given: Mapping[str, Any]) -> dict[str, Any]:
+    """A part of the configuration given to the command itself (a file or a `--config` item
+    after `--`), with every path in it made absolute where the command was typed, as the
+    flags' are: the dataset, judgements, received submissions, environments' Pythons,
+    `python_path`, the models' paths and their translators' and prompt functions' arguments
+    (see `_paths_made_absolute`), and the models the metrics load
+    (`MetricRecord.model_settings`) where they name a path (written as one or existing there,
+    not a hub id)."""
+    config = copy.deepcopy(dict(given))
+
+    def always(value: Any) -> Any:
+        return where_typed(value) if isinstance(value, str) else value
+
+    if isinstance(config.get("dataset"), dict) and config["dataset"].get("path"):
+        config["dataset"]["path"] = always(config["dataset"]["path"])
+    metaeval = config.get("metaeval")
+    if isinstance(metaeval, dict) and metaeval.get("judgements") not in (None, MET_BOUQUET):
+        metaeval["judgements"] = always(metaeval["judgements"])
+    if isinstance(config.get("environments"), dict):
+        config["environments"] = {k: always(v) for k, v in config["environments"].items()}
+    for key in ("python_path", "submissions"):
+        if isinstance(config.get(key), list):
+            config[key] = [always(value) for value in config[key]]
+    if isinstance(config.get("models"), list):
+        config["models"] = [
+            _model_paths_made_absolute(entry) if isinstance(entry, dict) else entry
+            for entry in config["models"]
+        ]
+    for name, record in RECORDS.items():
+        section = config.get(name)
+        if isinstance(section, dict):
+            for setting in record.model_settings:
+                if isinstance(section.get(setting), str):
+                    section[setting] = _absolute_paths(section[setting])
+    return config
+
+
+def _model_paths_made_absolute(entry: dict[str, Any]) -> dict[str, Any]:
+    """A model entry given in a file: its paths, and those of `path` (translations brought)."""
+    entry = _paths_made_absolute(entry) if isinstance(entry.get("translator"), str) else entry
+    if isinstance(entry.get("path"), str):
+        entry = {**entry, "path": where_typed(entry["path"])}
     return entry
 
 
@@ -288,13 +349,18 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     config.setdefault("metrics", list(DEFAULT_METRICS))
     if _given(args, "metrics"):
         config["metrics"] = [name.strip() for name in args.metrics.split(",") if name.strip()]
-    metricx = config.setdefault("metricx", {})
-    if _given(args, "metricx_model"):
-        metricx["model"] = _absolute_paths(args.metricx_model)
-    if _given(args, "metricx_device"):
-        metricx["device"] = args.metricx_device
-    if _given(args, "metricx_qe"):
-        metricx["qe"] = True
+    if own_code(model or {}, config["metrics"] if _given(args, "metrics") else []):
+        # Found where the command was typed, by this run and by later ones started elsewhere.
+        importable_from(config, Path.cwd())
+    config.setdefault("metricx", {})
+    _metric_settings(args, config)
+    for given in _given(args, "environment") or []:
+        name, equals, python = given.partition("=")
+        if not (equals and name and python):
+            raise ConfigError(
+                f"--environment '{given}': expected NAME=PYTHON, e.g. comet=.venv/bin/python"
+            )
+        config.setdefault("environments", {})[name] = where_typed(python)
     metaeval = config.setdefault("metaeval", {})
     judgements = _given(args, "judgements")
     if judgements:
@@ -307,6 +373,40 @@ def build_config(command: str, args: Any, folder: Path) -> dict[str, Any]:
     if _given(args, "judgements_revision"):
         metaeval["revision"] = args.judgements_revision
     return config
+
+
+def own_code(entry: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
+    """The objects of one's own (`package.module:name`, not the workflow's) that a model entry
+    and a list of metrics name: translator, prompt function, metrics."""
+    named = [entry.get("translator"), entry.get("prompt_fn"), *metrics]
+    return [
+        spec
+        for spec in named
+        if isinstance(spec, str) and ":" in spec and not spec.startswith(f"{PACKAGE}.")
+    ]
+
+
+PACKAGE = "bouquet_eval"
+
+
+def importable_from(config: dict[str, Any], folder: Path) -> None:
+    """Put `folder` first in the configuration's `python_path`, where code of one's own is
+    imported from, unless it is there."""
+    folders = config.setdefault("python_path", [])
+    if str(folder) not in folders:
+        folders.insert(0, str(folder))
+
+
+def _metric_settings(args: Any, config: dict[str, Any]) -> None:
+    """The settings the metrics' flags give (`MetricRecord.flags`; a model's path made
+    absolute where the command was typed)."""
+    for name, record in RECORDS.items():
+        for flag, setting in record.flags():
+            value = _given(args, flag.removeprefix("--").replace("-", "_"))
+            if value is None or value is False:
+                continue
+            section = config.setdefault(name, {})
+            section[setting] = _absolute_paths(value) if setting in record.model_settings else value
 
 
 def runs_config(runs: Path) -> dict[str, Any]:
@@ -359,6 +459,10 @@ def runs_config(runs: Path) -> dict[str, Any]:
     whole = copy.deepcopy(configs[0][1])
     whole["output_dir"] = "."
     whole["models"] = [entry for _, config in configs for entry in config["models"]]
+    # Where each run found its code of its own, should a model's translations be redone.
+    whole["python_path"] = list(
+        dict.fromkeys(folder for _, config in configs for folder in config.get("python_path", []))
+    )
     for key in MODEL_KEYED:
         # Each model's own, from its run.
         own = {

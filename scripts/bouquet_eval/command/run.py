@@ -24,29 +24,29 @@ from typing import Any, TextIO
 
 import yaml
 
+from bouquet_eval.command import console
 from bouquet_eval.command.config import (
     RUNS_CONFIG,
     SAVED_CONFIG,
     build_config,
+    given_paths_made_absolute,
+    importable_from,
     model_folder,
+    own_code,
     runs_config,
     save,
 )
 from bouquet_eval.core.config import ConfigError, load_yaml
-from bouquet_eval.core.home import COMMAND_VARIABLE
+from bouquet_eval.core.home import COMMAND_VARIABLE, classified
 from bouquet_eval.core.secrets import known_secrets, redact_command, refuse_secrets
 from bouquet_eval.planning.checks import error_line
 from bouquet_eval.planning.selection import SELECTION_FILE_VARIABLE, Selection
-from bouquet_eval.translation.translate import duration
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 SNAKEFILE = REPOSITORY / "workflow" / "Snakefile"
 
 LOGS = Path("logs") / "bouquet-eval"
 """Under the model's folder: Snakemake's full log of each command."""
-
-STAGE_FILES = {"translate": ".jsonl", "score": ".scored.parquet"}
-"""A stage's per-direction output, after the direction's name."""
 
 STAGES = {
     "translate": ("translate",),
@@ -57,8 +57,7 @@ STAGES = {
     "leaderboard": (),
     "metaeval": (),
 }
-
-PROGRESS_SECONDS = 5.0
+"""The per-direction stages of each subcommand's targets."""
 
 PREFETCH_LOG = Path("logs") / "prefetch.log"
 """The prefetch rule's log: a line per repository, what it holds at which commit."""
@@ -126,22 +125,61 @@ def split_config_files(extra: Sequence[str]) -> tuple[list[str], list[Path]]:
     a YAML error (Snakemake's own message names neither)."""
     rest: list[str] = []
     files: list[Path] = []
-    taking = False  # whether the arguments are --configfile's values
-    for argument in extra:
-        option, equals, value = argument.partition("=")
-        if option in CONFIG_FILE_OPTIONS:
-            taking = not equals
-            files += [Path(value)] if equals else []
-        elif taking and not argument.startswith("-"):
-            files.append(Path(argument))
-        else:
-            taking = False
+    for argument, value in classified(extra, CONFIG_FILE_OPTIONS):
+        if value is not None:
+            files.append(Path(value))
+        elif argument not in CONFIG_FILE_OPTIONS:
             rest.append(argument)
     for path in files:
         if not path.is_file():
             raise ConfigError(f"{path}: configuration file not found")
         load_yaml(path)
     return rest, [path.absolute() for path in files]
+
+
+def paths_made_absolute(extra: Sequence[str], folder: Path) -> list[str]:
+    """Snakemake's arguments given after `--`, with the paths in their configuration (files,
+    `--config` items) made absolute where the command was typed, as the flags' are: a file
+    that holds a relative one is replaced by a copy that holds it absolute, kept in the
+    command's logs (`folder/logs/bouquet-eval/`), so that the Snakemake command printed works
+    pasted anywhere. Files are checked first (split_config_files)."""
+    rest, files = split_config_files(extra)
+    arguments: list[str] = []
+    for argument, value in classified(rest, CONFIG_ITEM_OPTIONS):
+        if value is None:
+            arguments.append(argument)
+        elif argument == value:
+            arguments.append(_item_made_absolute(value))
+        else:  # --config=key=value
+            arguments.append(f"{argument.partition('=')[0]}={_item_made_absolute(value)}")
+    resolved = [_file_made_absolute(path, folder) for path in files]
+    return arguments + (["--configfile", *map(str, resolved)] if resolved else [])
+
+
+CONFIG_ITEM_OPTIONS = ("--config", "-C")
+
+
+def _item_made_absolute(item: str) -> str:
+    """`key=value` (Snakemake reads the value as YAML) with its paths made absolute."""
+    key, equals, text = item.partition("=")
+    try:
+        value = yaml.safe_load(text) if equals else None
+    except yaml.YAMLError:
+        return item  # Snakemake takes it as a string: no path of ours
+    resolved = given_paths_made_absolute({key: value}) if equals else {key: value}
+    if resolved[key] == value:
+        return item
+    return f"{key}={json.dumps(resolved[key])}"
+
+
+def _file_made_absolute(path: Path, folder: Path) -> Path:
+    given = load_yaml(path)
+    resolved = given_paths_made_absolute(given)
+    if resolved == given:
+        return path
+    copy = folder / LOGS / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{path.name}"
+    save(resolved, folder, copy, copy_of=path)
+    return copy
 
 
 def call_snakemake(arguments: list[str]) -> int:
@@ -183,29 +221,16 @@ def run_command(
         # Before the configuration is printed or saved: the flags, or the configuration saved
         # by an earlier command, may hold a secret.
         refuse_secrets(config)
-        split_config_files(extra)
+        extra = paths_made_absolute(extra, folder)
     except ConfigError as error:
         print(error_line(error, earlier), file=sys.stderr)
         return 1
-    # A translator or prompt function of one's own may live where the command was started.
-    _importable_from(Path.cwd())
-    os.environ[COMMAND_VARIABLE] = json.dumps(
-        redact_command(["bouquet-eval", command, *argv], known_secrets(config))
-    )
+    _say_the_command(["bouquet-eval", command, *argv], config)
     if args.dry_run:
         return _dry_run(command, args, folder, config, extra)
-    saved = save(config, folder)
+    saved = save(config, folder, targets=targets(command, sharded=False))
     arguments = snakemake_arguments(command, args, folder, saved, extra)
     return _logged_run(command, args, folder, arguments)
-
-
-def _importable_from(folder: Path) -> None:
-    entry = str(folder)
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
-    inherited = os.environ.get("PYTHONPATH", "")
-    if entry not in inherited.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [entry, inherited]))
 
 
 def _dry_run(
@@ -239,18 +264,29 @@ def _log_path(folder: Path, command: str, args: argparse.Namespace) -> Path:
     return log
 
 
-def run_leaderboard(args: argparse.Namespace, extra: Sequence[str]) -> int:
+def _say_the_command(command: list[str], config: dict[str, Any]) -> None:
+    """Tell the workflow, its console and its jobs that they run under `command`."""
+    os.environ[COMMAND_VARIABLE] = json.dumps(redact_command(command, known_secrets(config)))
+
+
+def run_leaderboard(
+    args: argparse.Namespace, extra: Sequence[str], argv: Sequence[str] = ()
+) -> int:
     """`bouquet-eval leaderboard RUNS`: the leaderboard of the models run into RUNS, then the
     report, in RUNS."""
     runs = Path(os.path.expanduser(args.runs)).absolute()
     try:
         config = runs_config(runs)
+        if any(own_code(entry, config["metrics"]) for entry in config["models"]):
+            # As `run` finds it, should a model's translations be redone.
+            importable_from(config, Path.cwd())
         refuse_secrets(config)
-        split_config_files(extra)
+        extra = paths_made_absolute(extra, runs)
     except ConfigError as error:
         print(error_line(error, []), file=sys.stderr)
         return 1
-    config_file = save(config, runs, runs / RUNS_CONFIG)
+    _say_the_command(["bouquet-eval", "leaderboard", *argv], config)
+    config_file = save(config, runs, runs / RUNS_CONFIG, targets=["results"])
     common = ["--snakefile", str(SNAKEFILE), "--directory", str(runs), "--cores", args.cores]
     return _logged_run(
         "leaderboard",
@@ -267,20 +303,23 @@ REPORT = "report.html"
 
 def _logged_run(command: str, args: argparse.Namespace, folder: Path, *arguments: list[str]) -> int:
     """Run Snakemake with each of `arguments` in turn, while they succeed, with its output in
-    the command's log and the progress on the console."""
+    the command's log and what was selected, then the progress, on the console."""
     shard = getattr(args, "shard", None)
     log = _log_path(folder, command, args)
     selection_file = log.with_suffix(".selection.json")
     os.environ[SELECTION_FILE_VARIABLE] = str(selection_file)
-    with _output_to(log) as console:
-        progress = Progress(folder, selection_file, STAGES[command], console)
-        progress.start()
+    with _output_to(log) as stream:
+        selection = SelectionLine(selection_file, stream)
+        selection.start()
+        # The workflow's console (its logger plugin, in this process) writes the progress.
+        console.COMMAND_CONSOLE = console.CommandConsole(stream, selection.say)
         status = 0
         try:
             for each in arguments:
                 status = status or call_snakemake(each)
         finally:
-            progress.finish()
+            console.COMMAND_CONSOLE = None
+            selection.finish()
     selection_file.unlink(missing_ok=True)
     _report_end(command, folder, log, status, shard is not None)
     return status
@@ -292,12 +331,12 @@ def _output_to(log: Path) -> Iterator[TextIO]:
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    console = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     with open(log, "ab") as handle:
         os.dup2(handle.fileno(), 1)
         os.dup2(handle.fileno(), 2)
         try:
-            yield console
+            yield stream
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -305,70 +344,40 @@ def _output_to(log: Path) -> Iterator[TextIO]:
             os.dup2(saved[1], 2)
             for descriptor in saved:
                 os.close(descriptor)
-            console.close()
+            stream.close()
 
 
-class Progress(threading.Thread):
-    """Counts, every few seconds, the selected directions whose output of each stage is in the
-    model's folder, and prints a line when a count changes, with the time left at the pace so
-    far. A direction counts once its file is there (outputs to be redone count from the start).
-    """
+class SelectionLine(threading.Thread):
+    """Writes what the run selected on the console as soon as the workflow has said it (in the
+    file $BOUQUET_EVAL_SELECTION_FILE names), before any progress line."""
 
-    def __init__(
-        self, folder: Path, selection_file: Path, stages: Sequence[str], console: TextIO
-    ) -> None:
+    def __init__(self, selection_file: Path, stream: TextIO) -> None:
         super().__init__(daemon=True)
-        self.folder = folder
         self.selection_file = selection_file
-        self.stages = stages
-        self.console = console
-        self.selection: Selection | None = None
-        self.started = time.monotonic()
-        self.first: dict[str, int] = {}
-        self.last: dict[str, int] = {}
+        self.stream = stream
+        self.said = False
+        self.lock = threading.Lock()
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        while not self.stopping.wait(0.5 if self.selection is None else PROGRESS_SECONDS):
-            self.update()
+        while not self.said and not self.stopping.wait(0.5):
+            self.say()
+
+    def say(self) -> None:
+        with self.lock:
+            if self.said or not self.selection_file.is_file():
+                return
+            selection = Selection(**json.loads(self.selection_file.read_text("utf-8")))
+            self.stream.write(selection.line() + "\n")
+            self.stream.flush()
+            self.said = True
+            if console.COMMAND_CONSOLE is not None:
+                console.COMMAND_CONSOLE.spoken = time.monotonic()
 
     def finish(self) -> None:
         self.stopping.set()
         self.join()
-        self.update()
-
-    def update(self) -> None:
-        if self.selection is None:
-            if not self.selection_file.is_file():
-                return
-            self.selection = Selection(**json.loads(self.selection_file.read_text("utf-8")))
-            self.started = time.monotonic()
-            self.first = self.counts()
-            self.console.write(self.selection.line() + "\n")
-        counts = self.counts()
-        if counts and counts != self.last:
-            self.last = counts
-            self.console.write("bouquet-eval: " + ", ".join(map(self.stage_line, counts)) + "\n")
-
-    def counts(self) -> dict[str, int]:
-        assert self.selection is not None
-        return {
-            stage: sum(
-                (self.folder / f"{name}{STAGE_FILES[stage]}").is_file()
-                for name in self.selection.directions
-            )
-            for stage in self.stages
-        }
-
-    def stage_line(self, stage: str) -> str:
-        assert self.selection is not None
-        total, done = len(self.selection.directions), self.last[stage]
-        line = f"{stage} {done}/{total} directions"
-        new = done - self.first[stage]
-        if new > 0 and done < total:
-            pace = (time.monotonic() - self.started) / new
-            line += f" (about {duration(pace * (total - done))} left)"
-        return line
+        self.say()
 
 
 def _report_end(command: str, folder: Path, log: Path, status: int, sharded: bool) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 COMMAND_VARIABLE = "BOUQUET_EVAL_COMMAND"
@@ -50,18 +50,46 @@ def given_configfiles(argv: Sequence[str] = sys.argv, cwd: str | None = None) ->
     """The --configfile arguments of a snakemake command line, made absolute against the
     directory it was started from (the shell's, $PWD: Snakemake has moved to --directory)."""
     start = Path(cwd or os.environ.get("PWD") or os.getcwd())
-    files: list[str] = []
-    taking = False
-    for argument in argv[1:]:
-        name, equals, value = argument.partition("=")
-        if name in ("--configfile", "--configfiles"):
-            taking = not equals
-            files += [value] if equals else []
-        elif argument.startswith("-"):
-            taking = False
-        elif taking:
-            files.append(argument)
+    files = option_values(argv, ("--configfile", "--configfiles"))
     return [str(start / os.path.expanduser(file)) for file in files]
+
+
+def option_values(argv: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The values a snakemake command line gives the options `names` (each takes several)."""
+    return [value for _, value in classified(argv[1:], names) if value is not None]
+
+
+def classified(arguments: Sequence[str], names: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """Each of Snakemake's `arguments`, with the value it gives one of the options `names`
+    (each takes several: `--configfile a b`, `--configfile=a`), or None: another option or
+    argument, or one of `names` itself with its values after it."""
+    taking = False  # whether the arguments are values of one of `names`
+    for argument in arguments:
+        name, equals, value = argument.partition("=")
+        if name in names:
+            taking = not equals
+            yield argument, value if equals else None
+        elif taking and not argument.startswith("-"):
+            yield argument, argument
+        else:
+            taking = False
+            yield argument, None
+
+
+def report_command(
+    snakefile: str, workdir: str | Path, report: Path, argv: Sequence[str] = sys.argv
+) -> str:
+    """The snakemake command line that writes the report of the run `argv` started, to be
+    pasted in any folder: the Snakefile, the working directory and the report absolute, the
+    run's `--config` items and configuration files (absolute) with it."""
+    arguments = ["snakemake", "-s", snakefile, "-d", str(workdir), "--report", str(report)]
+    items = option_values(argv, ("--config", "-C"))
+    if items:
+        arguments += ["--config", *items]
+    files = given_configfiles(argv)
+    if files:
+        arguments += ["--configfile", *files]
+    return shlex.join(arguments)
 
 
 def snakemake_command(target: str, configfiles: Sequence[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -68,6 +69,9 @@ def job_logging(
     logger = logging.getLogger("bouquet_eval")
     try:
         yield logger
+    except JobFailure as failure:  # what the job found and says whole: no traceback
+        logger.error("job failed: %s", failure)
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         # Ctrl-C: the job ends now. Python's own end, which collects every object of torch
         # and vLLM, takes tens of seconds on a busy machine; outputs are written atomically,
@@ -85,7 +89,9 @@ def job_logging(
         raise clean from None
     except BaseException as error:  # errors, and interruptions such as a stalled translator
         logger.exception("job failed")
-        logger.error("job failed: %s", one_line(error))
+        children.close()  # what the children printed is in the log now
+        cause = root_cause(Path(log_path), error)
+        logger.error("job failed: %s%s", one_line(error), f"; root cause: {cause}" if cause else "")
         raise SystemExit(1) from _without_secrets(error, secrets)
     finally:
         for handler in handlers:
@@ -95,6 +101,13 @@ def job_logging(
 
 INTERRUPTED_EXIT_STATUS = 130
 """A job's exit status when Ctrl-C stopped it (128 + SIGINT, as a shell reports it)."""
+
+
+class JobFailure(Exception):
+    """A failure that is the job's finding, not a fault (a claimed score that does not hold):
+    its message says it all, in one line, and is logged without a traceback."""
+
+
 DRAIN_SECONDS = 1.0
 """How long a job's end waits for its children's last output to be copied to its log."""
 
@@ -173,6 +186,30 @@ def _job_secrets() -> frozenset[str]:
     # object holding the run's configuration, which names the variables that hold secrets.
     job = getattr(sys.modules.get("__main__"), "snakemake", None)
     return known_secrets(getattr(job, "config", None) or {})
+
+
+ROOT_CAUSE_ABOVE = "root cause above"
+"""How an error says that the reason is what a child process printed (vLLM's engine core)."""
+
+_ERROR_LINE = re.compile(r"^(?:\([^)]*pid=\d+\)\s+)?(?:[\w.]+\.)?(\w*(?:Error|Exception)\b.*)$")
+"""The last line of a traceback, `ValueError: ...`, after vLLM's `(EngineCore_DP0 pid=42) `."""
+
+
+def root_cause(log_path: Path, error: BaseException) -> str | None:
+    """Where `error` says its cause is "above" (vLLM's engine core failed to start), the error
+    a child process printed into the job's log before it: the last one, in one line."""
+    if ROOT_CAUSE_ABOVE not in str(error).lower():
+        return None
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    before = text.rsplit(" job failed\n", 1)[0]
+    for line in reversed(before.splitlines()):
+        found = _ERROR_LINE.match(line.strip())
+        if found and ROOT_CAUSE_ABOVE not in found.group(1).lower():
+            return " ".join(found.group(1).split())
+    return None
 
 
 def one_line(error: BaseException) -> str:

@@ -109,6 +109,9 @@ class MetricRecord:
     """A boolean setting that makes it reference-free (MetricX's `qe`)."""
     environment: str = "workflow"
     """The software environment of its score jobs: envs/<environment>.yaml."""
+    modules: tuple[str, ...] = ()
+    """The modules its score jobs import that its environment must hold: checked there before
+    any job starts, where the run deploys no software itself."""
     device_setting: str | None = None
     """The setting naming its device: it holds a GPU unless that says `cpu`; None: no GPU."""
     cpus: int = 1
@@ -173,6 +176,21 @@ class MetricRecord:
     @property
     def score_columns(self) -> tuple[str, ...]:
         return tuple(column for column in self.columns if column not in self.label_columns)
+
+    @property
+    def model_settings(self) -> tuple[str, ...]:
+        """The settings that name a model it loads (a hub id, or a path): those of `models`."""
+        defaults = {key: schema["default"] for key, schema in (self.settings or {}).items()}
+        return tuple(dict.fromkeys(files.setting for files in self.models(defaults)))
+
+    def flags(self) -> tuple[tuple[str, str], ...]:
+        """Its command-line flags and the settings they set: `--<metric>-<setting>` for each
+        model it loads, its device and its reference-free switch (`--blaser-qe-encoder`)."""
+        settings = [*self.model_settings, self.device_setting, self.qe_setting]
+        stem = self.name.replace("_", "-")
+        return tuple(
+            (f"--{stem}-{setting.replace('_', '-')}", setting) for setting in settings if setting
+        )
 
 
 @dataclass(frozen=True)
@@ -269,6 +287,7 @@ def _comet(
         # within 1.2e-2 (xCOMET; COMET-22 6.5e-3), on tiny checkpoints (docs/metrics-comet.md).
         tolerances={name: tolerance},
         environment="comet",
+        modules=("comet", "torch"),
         device_setting="device",
         # The model's own computation on the CPU; batching and tokenizing beside a GPU.
         cpus=4,
@@ -351,6 +370,7 @@ def _blaser(name: str, factory: str, summary: str, checkpoint: str, **facts: Any
         # to about 1e-6.
         tolerances={name: 0.05},
         environment="blaser",
+        modules=("sonar", "fairseq2", "torch"),
         device_setting="device",
         # The encoder's computation on the CPU; tokenizing and batching beside a GPU.
         cpus=4,
@@ -471,6 +491,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             tolerances={"metricx": 0.01},
             qe_setting="qe",
             environment="metrics",
+            modules=("torch", "transformers", "tokenizers", "sentencepiece"),
             device_setting="device",
             cpus=4,
             cpus_beside_gpu=2,
@@ -544,6 +565,7 @@ RECORDS: Mapping[str, MetricRecord] = MappingProxyType(
             tolerances={"glotlid_score": 1e-4},
             reference_free=True,
             environment="metrics",
+            modules=("fasttext",),
             models=_glotlid_models,
             signature_fields=("model", "rev", "remap", "fasttext"),
             coverage="its model's labels: NaN glotlid_score for a language without one",
@@ -807,6 +829,10 @@ class MetricSet:
 
     def family_environment(self, family: str) -> str:
         return self.record(self.families()[family][0]).environment
+
+    def modules(self, names: Sequence[str]) -> list[str]:
+        """The modules the score jobs of the metrics `names` import (their records')."""
+        return list(dict.fromkeys(m for name in names for m in self.record(name).modules))
 
     def joint_environment(self) -> str:
         """The environment of a job that computes all of them (verification): the first of

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -76,36 +76,64 @@ def holds(node: Any, part: str | int) -> bool:
     return isinstance(node, Mapping) and part in node
 
 
-def check_own_objects(models: Iterable[ModelPlan]) -> None:
+def translating_models(jobs: Iterable[Any]) -> set[str]:
+    """The models that Snakemake's jobs translate with (a translate job's `model` param)."""
+    return {job.params.model for job in jobs if job.rule.name.startswith("translate_")}
+
+
+def check_own_objects(models: Iterable[ModelPlan], translating: Container[str]) -> None:
     """Import each translator and prompt function of one's own (not a backend's) of the plan's
-    models, in the configuration's order, and bind its arguments."""
+    models that translate (by name), in the configuration's order, and bind its arguments:
+    those of the others are never called, and a folder of runs made elsewhere may not have
+    them on its import path."""
     for index, model in enumerate(models):
-        where = f"models[{index}]"
-        named = f"(model '{model.name}')"
-        backend = BACKENDS.get(model.translator)
-        if backend is None:
+        if model.name in translating:
+            check_model_objects(index, model)
+
+
+def warn_of_unusable_own_objects(models: Iterable[ModelPlan], configfiles: Sequence[str]) -> None:
+    """In a dry run: the translators and prompt functions a real run would stop for."""
+    for index, model in enumerate(models):
+        try:
+            check_model_objects(index, model)
+        except ConfigError as error:
+            line = error_line(error, configfiles).removeprefix("bouquet-eval: ")
+            print(
+                f"bouquet-eval: warning: {line}; a real run that translates with this model "
+                "stops before any job starts",
+                file=sys.stderr,
+            )
+
+
+def check_model_objects(index: int, model: ModelPlan) -> None:
+    """Import the translator and prompt function of one's own of `models[index]`, and bind
+    their arguments (ConfigError naming the key)."""
+    where = f"models[{index}]"
+    named = f"(model '{model.name}')"
+    backend = BACKENDS.get(model.translator)
+    if backend is None:
+        check_call(
+            model.translator,
+            dict(model.arguments),
+            f"{where}.translator",
+            f"{where}.translator_kwargs",
+            named,
+        )
+    if model.prompt_fn and model.prompt_fn != (backend.prompt_fn if backend else None):
+        kwargs = model.prompt_kwargs
+        if kwargs is None:
             check_call(
-                model.translator,
-                dict(model.arguments),
-                f"{where}.translator",
-                f"{where}.translator_kwargs",
+                model.prompt_fn, {}, f"{where}.prompt_fn", f"{where}.prompt_fn", named,
+                positional=PROMPT_ARGUMENTS,
+            )  # fmt: skip
+        else:
+            check_call(
+                model.prompt_fn,
+                kwargs,
+                f"{where}.prompt_fn",
+                f"{where}.prompt_kwargs",
                 named,
             )
-        if model.prompt_fn and model.prompt_fn != (backend.prompt_fn if backend else None):
-            kwargs = model.prompt_kwargs
-            if kwargs is None:
-                check_call(
-                    model.prompt_fn, {}, f"{where}.prompt_fn", f"{where}.prompt_fn", named,
-                    positional=PROMPT_ARGUMENTS,
-                )  # fmt: skip
-            else:
-                check_call(
-                    model.prompt_fn,
-                    kwargs,
-                    f"{where}.prompt_fn",
-                    f"{where}.prompt_kwargs",
-                    named,
-                )
 
 
 def check_call(
@@ -120,7 +148,10 @@ def check_call(
     try:
         target: Callable[..., Any] = import_object(spec)
     except (ImportError, ValueError) as error:
-        raise ConfigError(f"{spec_key} {named}: {error}", spec_key) from None
+        where = ""
+        if isinstance(error.__cause__, ModuleNotFoundError):
+            where = " (the folder that holds it goes in python_path, or on PYTHONPATH)"
+        raise ConfigError(f"{spec_key} {named}: {error}{where}", spec_key) from None
     if not callable(target):
         raise ConfigError(f"{spec_key} {named}: '{spec}' cannot be called", spec_key)
     try:
@@ -173,7 +204,7 @@ def refuse_unset_api_keys(
     models: Iterable[ModelPlan], jobs: Iterable[Any], configfiles: Sequence[str | Path]
 ) -> None:
     """Stop a run before any job starts when a model that is to translate has no API key."""
-    translating = {job.params.model for job in jobs if job.rule.name.startswith("translate_")}
+    translating = translating_models(jobs)
     for name, key, variable in unset_api_keys(models):
         if name in translating:
             stop_planning(
@@ -185,3 +216,69 @@ def refuse_unset_api_keys(
                 ),
                 configfiles,
             )
+
+
+def environment_problem(
+    environment: str, python: str | None, metrics: Sequence[str], modules: Sequence[str]
+) -> ConfigError | None:
+    """What keeps the score jobs of `metrics` from running in their software `environment`:
+    its Python (`environments.<environment>`; None: Snakemake's own, that of a run that
+    names none) missing, or lacking a module of `modules` that they import; None if nothing.
+    """
+    from bouquet_eval.core.home import interface
+
+    key = f"environments.{environment}"
+    named = f"{'metric' if len(metrics) == 1 else 'metrics'} {', '.join(metrics)}"
+    if python is not None and not os.access(python, os.X_OK):
+        return ConfigError(
+            f"{key}: {python}, the Python of the environment of {named}, is not an executable file",
+            key,
+            key_is_set=True,
+        )
+    missing = missing_modules(python, modules)
+    if not missing:
+        return None
+    lacks = f"has no module {', '.join(missing)}"
+    if python is not None:
+        return ConfigError(
+            f"{key}: {python}, the Python of the environment of {named}, {lacks}", key, True
+        )
+    setting = (
+        f"--environment {environment}=PYTHON"
+        if interface() == "command"
+        else f"environments: {{{environment}: PYTHON}}"
+    )
+    return ConfigError(
+        f"{named} {'scores' if len(metrics) == 1 else 'score'} in the software environment "
+        f"'{environment}' "
+        f"(envs/{environment}.yaml), and this Python ({sys.executable}) {lacks}: give that "
+        f"environment's Python with {setting} (docs/metrics.md#score-jobs), or run with "
+        "--sdm conda",
+        key,
+    )
+
+
+def missing_modules(python: str | None, modules: Sequence[str]) -> list[str]:
+    """The modules of `modules` that `python` (None: this one) cannot find (none is imported)."""
+    import importlib.util
+    import subprocess
+
+    if python is None:
+        return [module for module in modules if not _installed(importlib.util.find_spec(module))]
+    found = subprocess.run(
+        [python, "-c", _MISSING_MODULES, *modules], capture_output=True, text=True, check=False
+    )
+    return found.stdout.split() if found.returncode == 0 else list(modules)
+
+
+def _installed(spec: Any) -> bool:
+    # A folder of that name on the import path (a checkpoint in ./comet) is a namespace
+    # package, with no code: not the module.
+    return spec is not None and spec.origin is not None
+
+
+_MISSING_MODULES = (
+    "import importlib.util, sys; "
+    "print(*[m for m in sys.argv[1:] if getattr(importlib.util.find_spec(m), 'origin', None) "
+    "is None])"
+)

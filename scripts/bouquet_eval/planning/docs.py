@@ -20,7 +20,12 @@ from bouquet_eval.metrics.records import COMPOSITES, RECORDS, CompositeRecord, M
 from bouquet_eval.planning.schema import COMPLETE_SCHEMA, write_complete_schema
 from bouquet_eval.translators.backends import BACKENDS, Setting
 
-GENERATED_PAGES = ("config/README.md", "docs/metrics.md", "docs/metrics-comet.md")
+GENERATED_PAGES = (
+    "config/README.md",
+    "docs/metrics.md",
+    "docs/metrics-comet.md",
+    "docs/command-line.md",
+)
 """The pages that hold generated tables, relative to the repository."""
 DOCS_COMMAND = "make docs"
 _BLOCK = re.compile(
@@ -236,11 +241,24 @@ def comet_family_table() -> str:
     return _table(header, rows)
 
 
+def metric_flags_table() -> str:
+    """The `bouquet-eval` flags of every built-in metric's models, device and reference-free
+    switch (`MetricRecord.flags`), for config/README.md and docs/command-line.md."""
+    rows = [
+        [f"`{flag}`", _default((record.settings or {})[setting]["default"]),
+         f"`{name}.{setting}`"]
+        for name, record in RECORDS.items()
+        for flag, setting in record.flags()
+    ]  # fmt: skip
+    return _table(["flag", "default", "configuration key"], rows)
+
+
 TABLES: Mapping[str, Callable[[], str]] = {
     "metrics_table()": metrics_table,
     "metric_settings_table()": metric_settings_table,
     "translator_settings_table()": translator_settings_table,
     "comet_family_table()": comet_family_table,
+    "metric_flags_table()": metric_flags_table,
 }
 """The generated tables, by the name their page's marker gives."""
 

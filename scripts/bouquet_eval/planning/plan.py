@@ -192,6 +192,8 @@ class Plan:
     allow_unchecked_claims: bool
     """Whether `verify` passes a claim on values this configuration does not recompute: the
     verdict's alone, which writes no output (the verifications list those values either way)."""
+    python_path: Sequence[str]
+    """Where code of one's own is imported from, as configured (changes no output)."""
     received: Mapping[str, ReceivedSubmission]
     """Submissions received for verification (`submissions`), by folder name."""
     secret_variables: frozenset[str]
@@ -233,6 +235,11 @@ class Plan:
             models={name: fitted_model(m, part) for name, m in self.models.items()},
             judged={name: fitted_model(m, None) for name, m in self.judged.items()},
         )
+
+    def import_folders(self) -> list[str]:
+        """`python_path`, absolute: where code of one's own is imported from."""
+        home = {HOME_VARIABLE: str(self.sources.repository)}
+        return [str(expand_path(folder, home).absolute()) for folder in self.python_path]
 
     def secrets(self) -> frozenset[str]:
         """The secret values this process knows (see `secrets.known_secrets`)."""
@@ -403,6 +410,7 @@ def load_plan(
         limit=config["limit"],
         stall_timeout=config["stall_timeout"],
         allow_unchecked_claims=config["verify"]["allow_unchecked_claims"],
+        python_path=tuple(config["python_path"]),
         received=received,
         secret_variables=secret_variables(config),
         judgements=judgements,

@@ -214,7 +214,8 @@ def validate_config(
     if error is not None:
         key = _location(error.absolute_path)
         raise ConfigError(f"invalid configuration at '{key}': {_message(error)}", key)
-    names = [model["name"] for model in config["models"]]
+    # None where received submissions are all a maintainer's `verify` checks.
+    names = [model["name"] for model in config.setdefault("models", [])]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ConfigError(f"invalid configuration at 'models': duplicate model names {duplicates}")

@@ -100,6 +100,7 @@ def scopes(
         "all": np.ones(len(table), bool),
         "into_english": (table["tgt_lang"] == ENGLISH).to_numpy(),
         "out_of_english": (table["src_lang"] == ENGLISH).to_numpy(),
+        # BOUQuET's regional pairs: about half its directions.
         "without_english": (
             (table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH)
         ).to_numpy(),

@@ -194,10 +194,12 @@ def build_leaderboard(
     board["p_vs_best"] = (
         pd.Series(dict(zip(ranked_names, p_values, strict=True))).reindex(board["model"]).to_numpy()
     )
+    # Integers, with <NA> for the unranked: `to_numpy()` would make them floats (1.0) in the
+    # CSV, the Markdown and the pages.
     board["cluster"] = (
         pd.Series(dict(zip(ranked_names, clusters, strict=True)), dtype="Int64")
         .reindex(board["model"])
-        .to_numpy()
+        .array
     )
     board.attrs["primary"] = primary
     board.attrs["targets"] = dict(targets or {})

@@ -64,16 +64,16 @@ POOL_LABELS = {
     "all": "all directions",
     "into_english": "into English",
     "out_of_english": "out of English",
-    "without_english": "without English",
+    "without_english": "between two other languages",
     "inside": "inside the training languages of {}",
     "outside": "outside the training languages of {}",
 }
 
 
 def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """Each pool (every direction, into, out of and without English, inside and outside each learned
-    metric's training languages): how many directions and segments, and every metric's
-    agreement there, the best marked."""
+    """Each pool (every direction, into and out of English, between two other languages, inside
+    and outside each learned metric's training languages): how many directions and segments,
+    and every metric's agreement there, the best marked."""
     directions = frame[frame["scope"] == "direction"].drop_duplicates("name")
     per_direction = frame[frame["scope"] == "direction"]
     counts = {

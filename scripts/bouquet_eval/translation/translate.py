@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from bouquet_eval.core.environment import hub_model, job_environment
 from bouquet_eval.core.freshness import ResumableOutput, remove_stray_temporaries
 from bouquet_eval.core.io import write_json, write_jsonl
+from bouquet_eval.core.pace import duration
 from bouquet_eval.core.secrets import SECRET_VARIABLES, refuse_secrets, scrub, secret_values
 from bouquet_eval.data.dataset import DatasetError, DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_output
@@ -291,15 +292,6 @@ class JobProgress:
             return f"{status} in {duration(elapsed)}"
         left = elapsed / self.done * (self.total - self.done)
         return f"{status}, about {duration(left)} left"
-
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    if minutes < 90:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def attributed(
