@@ -190,9 +190,10 @@ def provided_translations(folder: Path, dataset: Path, payload_of: dict[str, str
 
 
 SYSTEM_COLUMN = "system <svg onload=x>"
-# Judged systems, named by payloads; not with `<name>`, which Snakemake takes for a path
-# variable in the path of a judged system's logs, named by it.
-SYSTEMS = ["javascript-url", "separators"]
+# Judged systems, named by payloads (their folders, logs and jobs by safe names made from
+# them); not by the line separators, which a judged system's name is refused for holding
+# (tests/test_outside_inputs.py): they are in the judged texts.
+SYSTEMS = ["javascript-url", "svg-onload"]
 
 
 def judgements(path: Path, dataset: Path, names: list[str], hostile: dict[str, str]) -> None:
@@ -208,7 +209,8 @@ def judgements(path: Path, dataset: Path, names: list[str], hostile: dict[str, s
                         "src_lang": sentence.src_lang,
                         "tgt_lang": sentence.tgt_lang,
                         "src_text": sentence.src_text,
-                        "mt_text": f"judged {hostile[name]} " + "word " * (5 - quality),
+                        "mt_text": f"judged {hostile[name]} {hostile['separators']} "
+                        + "word " * (5 - quality),
                         "tgt_text": sentence.tgt_text,
                         SYSTEM_COLUMN: hostile[name],
                         "score": 5 - quality - position % 2,
