@@ -46,7 +46,9 @@ OWN_MODULE = textwrap.dedent(
 
 @pytest.fixture
 def own_module(tmp_path: Path) -> dict[str, str]:
-    folder = tmp_path / "own"
+    # Not named `own`: a folder of that name in the runs' working folder would be a namespace
+    # package of that name to `python -m snakemake`.
+    folder = tmp_path / "own-code"
     folder.mkdir()
     (folder / "own.py").write_text(OWN_MODULE, encoding="utf-8")
     return {"PYTHONPATH": python_path(PLUGINS, folder)}
@@ -136,7 +138,7 @@ def test_objects_of_ones_own_are_imported_only_where_they_translate(
     line = planning_failure_line(workflow.run("results", check=False, env=elsewhere))
     assert "models[0].translator (model 'mine'): cannot import module 'own' of 'own:Echo': " in line
     assert line.endswith("(the folder that holds it goes in python_path, or on PYTHONPATH)")
-    config["python_path"] = [str(tmp_path / "own")]
+    config["python_path"] = [str(tmp_path / "own-code")]
     workflow.write_config(config)
     workflow.run("results", env=elsewhere)
     assert (workflow.workdir / "runs" / "mine" / "eng_Latn-deu_Latn.jsonl").is_file()
