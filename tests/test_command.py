@@ -567,12 +567,14 @@ def test_parts_of_a_selection_are_disjoint_and_cover_it() -> None:
 
 def test_a_translator_beside_the_command_and_the_time_left(tmp_path: Path, dataset: Path) -> None:
     """A module in the directory the command starts from is found, as `python -m` finds it; a
-    slow translation shows the time left."""
+    slow translation shows the time left (its pace is known from the second direction on, and
+    the console prints a moved count at most every 5 s: twenty seconds in all leave it room
+    on a busy machine)."""
     (tmp_path / "slow_translators.py").write_text(
         "import time\n\n\n"
         "class Slow:\n"
         "    def translate(self, prompts):\n"
-        "        time.sleep(2.5)\n"
+        "        time.sleep(5)\n"
         "        return [prompt.upper() for prompt in prompts]\n",
         encoding="utf-8",
     )

@@ -544,8 +544,10 @@ def test_a_stream_closed_early_keeps_its_answers(server: ChatServer, tmp_path: P
     index, answers = next(stream)
     assert answers == [f"T:{prompt}" for prompt in batches[index]]
     stream.close()
+    # Every answer received is kept, the batch yielded first among them. The server may have
+    # sent more: a request cancelled as the stream closed may have been answered meanwhile.
     answered = set(server.answered_prompts())
-    assert len(RequestCache(tmp_path).answers()) == len(answered) >= 2
+    assert 2 <= len(RequestCache(tmp_path).answers()) <= len(answered)
 
 
 def test_a_server_that_stops_answering_is_a_stall(server: ChatServer, tmp_path: Path) -> None:

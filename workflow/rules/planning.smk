@@ -21,6 +21,8 @@ from bouquet_eval.planning.checks import (
 from bouquet_eval.planning.estimate import api_estimates
 from bouquet_eval.planning.runs import locked_by_a_live_run, remove_stale_locks
 from bouquet_eval.planning.selection import announce as announce_selection
+from bouquet_eval.planning.snakemake_locks import UNSHARED_LOCKS, share_locks
+from bouquet_eval.planning.snakemake_patch import unpatched_message
 
 PLANNED = []
 """Whether the main process has done what it does once Snakemake plans the run."""
@@ -77,8 +79,13 @@ def once_while_planning(wildcards=None):
                 "bouquet-eval: removed the locks that a killed run left in .snakemake/locks",
                 file=sys.stderr,
             )
-        elif (held := locked_by_a_live_run()) is not None:
-            print(held, file=sys.stderr)
+        # Runs side by side (parts of a selection) that keep each other's locks; a refused
+        # run names the run that holds them (bouquet_eval.planning.snakemake_locks).
+        unpatched = share_locks(
+            workflow.persistence, explain_refusal=locked_by_a_live_run
+        )
+        if unpatched:
+            print(unpatched_message(unpatched, *UNSHARED_LOCKS), file=sys.stderr)
     return []
 
 

@@ -97,15 +97,19 @@ def apply_to_run(workflow: Any) -> list[str]:
     return changed
 
 
-def unpatched_message(unpatched: list[str]) -> str:
-    """What a run says when `apply_to_run` left methods as they are, and why."""
+def unpatched_message(
+    unpatched: list[str],
+    patch: str = "the workflow's patch of its main process",
+    cost: str = "its main process costs more CPU while jobs wait for cores",
+) -> str:
+    """What a run says when a patch (`apply_to_run`'s unless named) left methods as they are,
+    why, and what the run costs without it."""
     from snakemake import __version__
 
     return (
         f"bouquet-eval: snakemake {__version__}'s {', '.join(unpatched)} differ from the code "
-        f"of snakemake {WRITTEN_FOR}, which the workflow's patch of its main process was "
-        "written for: left as they are (the run is Snakemake's own; its main process costs "
-        f"more CPU while jobs wait for cores). Install snakemake=={WRITTEN_FOR}, the version "
+        f"of snakemake {WRITTEN_FOR}, which {patch} was written for: left as they are (the "
+        f"run is Snakemake's own; {cost}). Install snakemake=={WRITTEN_FOR}, the version "
         "pyproject.toml pins, to have it."
     )
 
