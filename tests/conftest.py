@@ -46,6 +46,20 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+def environment_python(family: str, name: str) -> Path:
+    """The Python of the Makefile's environment of a family of metrics (`.venv-<name>`, from
+    envs/<name>-requirements.txt); the calling test module is skipped, saying so, where it is
+    not built."""
+    python = REPOSITORY / f".venv-{name}" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(
+            f"{python} does not exist: these tests need {family}'s environment (the Makefile's "
+            f".venv-{name}, from envs/{name}-requirements.txt)",
+            allow_module_level=True,
+        )
+    return python
+
+
 def built_in(python: Path, builder: str, folder: Path) -> dict[str, str]:
     """What `build_all(folder)` of the module `builder` (tiny checkpoints) built, by name, run
     by another environment's Python (`python`), which has what it needs."""

@@ -16,23 +16,16 @@ import pandas as pd
 import pytest
 
 from .blaser_reference import readme_scores
-from .conftest import REPOSITORY, SAMPLE, Workflow, built_in
+from .conftest import SAMPLE, Workflow, built_in, environment_python
 from .test_command import command
 from .test_metric_records import planned_rules
 from .workflow_configs import bounds_config
 
-BLASER_PYTHON = REPOSITORY / ".venv-blaser" / "bin" / "python"
+BLASER_PYTHON = environment_python("BLASER", "blaser")
 DIRECTIONS = ["eng_Latn-fra_Latn", "fra_Latn-eng_Latn", "eng_Latn-por_Latn_braz1246"]
 SONAR = {"eng_Latn": "eng_Latn", "fra_Latn": "fra_Latn", "por_Latn_braz1246": "por_Latn"}
 """The SONAR code of each language of DIRECTIONS, as sonar-space's README is told them."""
 TOLERANCE = 1e-5
-
-if not BLASER_PYTHON.exists():
-    pytest.skip(
-        f"{BLASER_PYTHON} does not exist: these tests need BLASER's environment (the "
-        "Makefile's .venv-blaser, from envs/blaser-requirements.txt)",
-        allow_module_level=True,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -22,23 +22,16 @@ import pytest
 
 from bouquet_eval.metrics.records import RECORDS
 
-from .conftest import REPOSITORY, SAMPLE, Workflow, built_in
+from .conftest import REPOSITORY, SAMPLE, Workflow, built_in, environment_python
 from .slurm.cluster import install
 from .test_command import command
 from .test_metric_records import planned_rules
 from .test_slurm import MODULES_INIT, MODULES_PACKAGES, full_log
 from .workflow_configs import bounds_config
 
-COMET_PYTHON = REPOSITORY / ".venv-comet" / "bin" / "python"
+COMET_PYTHON = environment_python("COMET", "comet")
 DIRECTIONS = ["eng_Latn-fra_Latn", "eng_Latn-cmn_Hans"]
 MODULE = "bouquet-eval-comet"
-
-if not COMET_PYTHON.exists():
-    pytest.skip(
-        f"{COMET_PYTHON} does not exist: these tests need COMET's environment (the Makefile's "
-        ".venv-comet, from envs/comet-requirements.txt)",
-        allow_module_level=True,
-    )
 
 
 @pytest.fixture(scope="module")
