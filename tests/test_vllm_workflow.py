@@ -19,7 +19,7 @@ import yaml
 from bouquet_eval.core.shared_memory import SHARED_MEMORY as SHM
 from bouquet_eval.core.shared_memory import WATCH_INTERVAL
 
-from .conftest import SAMPLE, Workflow
+from .conftest import SAMPLE, Workflow, wait_until
 from .tiny_llama import ENGINE_SETTINGS, VLLM_TEST_ENV, require_vllm
 from .workflow_configs import SMALL_JOBS
 
@@ -65,9 +65,19 @@ def translations(workflow: Workflow) -> dict[str, list[str]]:
     }
 
 
+def ledger_entries(ledger: Path) -> list[str]:
+    """The entries of /dev/shm that a job's ledger names and that are there."""
+    try:
+        names = json.loads(ledger.read_text())["entries"]
+    except (OSError, ValueError):
+        return []
+    return [name for name in names if (SHM / name).exists()]
+
+
 def killed_once_ready(workflow: Workflow) -> list[str]:
-    """Run the translations, SIGKILL every process of the run once the translator is ready;
-    the shared memory its engine left in /dev/shm, as the job's ledger names it."""
+    """Run the translations, SIGKILL every process of the run once the translator is ready
+    and the job's ledger names its engine's shared memory; what the engine left in /dev/shm,
+    as the ledger names it."""
     process = subprocess.Popen(
         workflow.command("translations"),
         cwd=workflow.workdir.parent,
@@ -83,12 +93,16 @@ def killed_once_ready(workflow: Workflow) -> list[str]:
         while not (log.is_file() and "translator ready" in log.read_text()):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
-        # The ledger is written within a look or two of the engine's entries.
-        time.sleep(2 * WATCH_INTERVAL + 1)
+        # The ledger is written within a look or two of the engine's entries (longer when
+        # the machine is busy).
+        wait_until(
+            lambda: any(name.startswith("psm_") for name in ledger_entries(ledger)),
+            10 * WATCH_INTERVAL,
+        )
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    return [name for name in json.loads(ledger.read_text())["entries"] if (SHM / name).exists()]
+    return ledger_entries(ledger)
 
 
 def test_vllm_through_the_workflow(tiny_llama: Path, workflow: Workflow, tmp_path: Path) -> None:
