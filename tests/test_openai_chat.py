@@ -607,6 +607,16 @@ def test_the_api_key_never_leaks(
     assert [name for name, text in places.items() if KEY in text] == []
 
 
+def test_a_placeholder_key_leaves_translations_whole(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server's placeholder key (EMPTY) is no credential: a translation that holds the
+    word keeps it; an answer that is nothing but the key is still kept nowhere."""
+    monkeypatch.setenv(KEY_VARIABLE, "EMPTY")
+    server.script(answer(content="EMPTY ROOM"), answer(content="EMPTY"))
+    assert make(server, concurrency=1).translate(["a", "b"]) == ["EMPTY ROOM", "<redacted>"]
+
+
 def test_a_missing_key_variable_is_named(
     server: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

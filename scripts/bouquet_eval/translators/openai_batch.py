@@ -58,6 +58,7 @@ class BatchSender(Protocol):
     """What a batch run needs of the translator it sends for (`OpenAIChatTranslator`)."""
 
     cache: RequestCache | None
+    api_key_env: str | None
     usage: Usage
     max_retries: int
     retry_backoff: float
@@ -310,8 +311,9 @@ class BatchRun:
             if key not in results.answers and key not in results.failures:
                 results.failures[key] = f"the batch {batch.status} ({_batch_errors(batch)})"
         # The answers are in the cache before the batch is marked read; an endpoint may echo
-        # the key it was sent, which is kept nowhere.
-        secrets = [self.client.api_key]
+        # the key it was sent, which is kept nowhere (a server without keys was sent none: the
+        # client's placeholder is no secret).
+        secrets = [self.client.api_key] if self.translator.api_key_env is not None else []
         self.cache.append(
             [(key, scrub(answer.content, secrets)) for key, answer in results.answers.items()]
         )

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bouquet_eval.core.secrets import REDACTED
+from bouquet_eval.core.secrets import scrub
 from bouquet_eval.translators import BatchError
 from bouquet_eval.translators.openai_batch import BatchRun
 from bouquet_eval.translators.openai_reply import Answer, Failure, Usage, excerpt, read_reply
@@ -99,7 +99,7 @@ class _Session:
     failures: list[ChatRequestError] = field(default_factory=list)
 
     def scrub(self, text: str) -> str:
-        return text.replace(self.secret, REDACTED) if self.secret else text
+        return scrub(text, [self.secret]) if self.secret else text
 
 
 class OpenAIChatTranslator:
