@@ -7,7 +7,7 @@ from pathlib import Path
 from bouquet_eval.core.gpus import gpu_lease
 from bouquet_eval.core.jobs import GPU_LEASES, SnakemakeJob, job_logging
 from bouquet_eval.core.stats import Resampling
-from bouquet_eval.data.received import CLAIM
+from bouquet_eval.data.received import CLAIM, ArchiveLimits
 from bouquet_eval.metrics import load_metrics
 from bouquet_eval.results.aggregate import write_csv
 from bouquet_eval.results.verify import (
@@ -44,7 +44,8 @@ def main(snakemake: SnakemakeJob) -> None:
             submission.unpack(folder, known)
             label = submission.file_label(CLAIM)
             log.info("%s: unpacked within verify.limits", submission.label)
-        claimed = read_claim(folder / CLAIM, label, known)
+        limits = submission.limits if submission is not None else ArchiveLimits()
+        claimed = read_claim(folder / CLAIM, label, known, limits)
         metrics = load_metrics(settings["metrics"], settings)
         rescoring = Rescoring(
             folder,

@@ -193,7 +193,7 @@ def receive(
         raise SubmissionError(f"submission '{path}' is neither a folder nor a .tar.gz archive", key)
     try:
         if not check:
-            name = _top_name(path)
+            name = _top_name(path, limits)
             return ReceivedSubmission(path, name, _folder_name(name), limits)
         return _received(path, known, limits)
     except _Refused as refused:
@@ -213,11 +213,11 @@ def _folder_name(name: str) -> str:
         ) from None
 
 
-def _top_name(path: Path) -> str:
+def _top_name(path: Path, limits: ArchiveLimits) -> str:
     """The model's name: the folder's, or the archive's first member's top folder."""
     if path.is_dir():
         return path.resolve().name
-    with contextlib.closing(_members(path, ArchiveLimits())) as members:
+    with contextlib.closing(_members(path, limits)) as members:
         for member in members:
             return member.top
     raise _Refused("the archive is empty")

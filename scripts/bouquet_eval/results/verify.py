@@ -25,7 +25,13 @@ from bouquet_eval.core.names import shown
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.data.dataset import DatasetSource, Direction
 from bouquet_eval.data.outputs import translation_path
-from bouquet_eval.data.received import CLAIM, Claim, ReceivedSubmission, SubmissionError
+from bouquet_eval.data.received import (
+    CLAIM,
+    ArchiveLimits,
+    Claim,
+    ReceivedSubmission,
+    SubmissionError,
+)
 from bouquet_eval.data.received import read_claim as received_claim
 from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import Metric, corpus_metrics, load_metrics, metric_columns
@@ -65,13 +71,14 @@ def directions_to_verify(configured: Sequence[Direction], claim: Claim) -> list[
     return list(dict.fromkeys([*configured, *claim.directions]))
 
 
-def read_claim(path: Path, label: str, known: Sequence[Direction]) -> Claim:
-    """The claim in `path` (scores.csv), checked (`received.read_claim`); `label` names it in
-    messages (a configured model's file, or a received submission's member)."""
+def read_claim(path: Path, label: str, known: Sequence[Direction], limits: ArchiveLimits) -> Claim:
+    """The claim in `path` (scores.csv), checked (`received.read_claim`) within `limits` (a
+    received submission's, `verify.limits`); `label` names it in messages (a configured
+    model's file, or a received submission's member)."""
     if not path.is_file():
         raise SubmissionError(f"{label}: no {CLAIM} to verify")
     with open(path, "rb") as content:
-        return received_claim(content, label, known)
+        return received_claim(content, label, known, limits)
 
 
 def rescore(
