@@ -34,7 +34,7 @@ from bouquet_eval.core.config import ConfigError, job_name
 from bouquet_eval.planning import channel, schema
 from bouquet_eval.planning.channel import OUTPUTS, Declared, declared_settings, model_of
 from bouquet_eval.planning.plan import Sources, load_plan
-from bouquet_eval.translators.backends import BACKENDS, Setting
+from bouquet_eval.translators.backends import BACKENDS, Setting, _setting
 
 from .conftest import PLUGINS, REPOSITORY, SAMPLE, SNAKEFILE, Workflow
 from .hf_cache import cache_entry
@@ -620,7 +620,7 @@ def with_new_settings(monkeypatch: pytest.MonkeyPatch, default: int = 7) -> None
     monkeypatch.setattr(plan, "load_schema", extended)
     for backend in BACKENDS.values():
         settings: dict[str, Setting] = backend.settings  # type: ignore[assignment]
-        monkeypatch.setitem(settings, NEW, Setting({"type": "integer"}, default, added="9.9.9"))
+        monkeypatch.setitem(settings, NEW, _setting({"type": "integer"}, default, added="9.9.9"))
     import bouquet_eval.metrics as metrics
 
     load_metric = metrics.load_metric

@@ -67,10 +67,12 @@ def _setting(
     operational: bool = False,
     description: str | None = None,
     also: tuple[str, ...] = (),
+    added: str | None = None,
 ) -> Setting:
-    """`description`: what it means, for the schema and config/README.md (`make docs`)."""
+    """`description`: what it means, for the schema and config/README.md (`make docs`);
+    `added`: the release that added it (see `Setting.added`)."""
     described = {**schema, **({"description": description} if description else {})}
-    return Setting(MappingProxyType(described), default, operational, also)
+    return Setting(MappingProxyType(described), default, operational, also, added)
 
 
 @dataclass(frozen=True)
