@@ -56,6 +56,9 @@ UNSEEN = "unseen_by"
 on its target language (nor, for a reference-free one, its source language), comma-separated;
 empty where every model saw them. Present when the run has a learned metric."""
 ENGLISH = "eng_Latn"
+ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
+"""Directions by English: into it, out of it, and between two other languages (BOUQuET's
+regional pairs, about half its directions)."""
 ROW_GROUP_ROWS = 1 << 17
 """Rows per row group of scored_rows.parquet (a direction is about 850)."""
 
@@ -85,6 +88,13 @@ class DirectionTable:
     """scores.csv: one row per direction, sorted by source then target language."""
     resampled: ResampledScores
     """Per score column: each direction's bootstrap resample means (rows as in `scores`)."""
+
+
+def english_groups(table: pd.DataFrame) -> dict[str, pd.Series]:
+    """Which rows of `table` (its src_lang and tgt_lang) are in each of ENGLISH_GROUPS."""
+    into = table["tgt_lang"] == ENGLISH
+    out_of = table["src_lang"] == ENGLISH
+    return dict(zip(ENGLISH_GROUPS, (into, out_of, ~into & ~out_of), strict=True))
 
 
 def numeric_columns(rows: pd.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -267,17 +277,14 @@ def summary(table: DirectionTable) -> pd.DataFrame:
         if c not in (*GROUP_COLUMNS, "n_sentences", COST, UNSEEN)
         and not c.endswith(("_ci_low", "_ci_high"))
     ]
-    into_english = (scores["tgt_lang"] == ENGLISH).to_numpy()
-    out_of_english = (scores["src_lang"] == ENGLISH).to_numpy()
     everything = np.arange(len(scores))
     groups: list[tuple[str, str, np.ndarray]] = [("all", "all", everything)]
     for by in GROUP_COLUMNS:
         indices = scores.groupby(by).indices
         groups += [(by, str(code), indices[code]) for code in sorted(indices)]
     groups += [
-        ("english", "into_english", np.flatnonzero(into_english)),
-        ("english", "out_of_english", np.flatnonzero(out_of_english)),
-        ("english", "without_english", np.flatnonzero(~into_english & ~out_of_english)),
+        ("english", name, np.flatnonzero(selected.to_numpy()))
+        for name, selected in english_groups(scores).items()
     ]
     values = {column: scores[column].to_numpy(dtype=np.float64) for column in averaged}
     costs = scores[COST].to_numpy(dtype=np.float64) if COST in scores else None

@@ -38,11 +38,11 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_i
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.outputs import scored_path
 from bouquet_eval.metrics.records import MetricSet
+from bouquet_eval.results.aggregate import english_groups
 from bouquet_eval.results.agreement import Agreement, agreement, run_starts
 from bouquet_eval.results.permutation import PairedTest, permutation_tests
 from bouquet_eval.results.weighted_agreement import Mapper, scope_statistics
 
-ENGLISH = "eng_Latn"
 POOLS = ("all", "into_english", "out_of_english", "without_english")
 TRAINING = "training"
 """The scope of the directions inside (or outside) a learned metric's training languages."""
@@ -98,12 +98,7 @@ def scopes(
     ]
     pools = {
         "all": np.ones(len(table), bool),
-        "into_english": (table["tgt_lang"] == ENGLISH).to_numpy(),
-        "out_of_english": (table["src_lang"] == ENGLISH).to_numpy(),
-        # BOUQuET's regional pairs: about half its directions.
-        "without_english": (
-            (table["src_lang"] != ENGLISH) & (table["tgt_lang"] != ENGLISH)
-        ).to_numpy(),
+        **{name: rows.to_numpy() for name, rows in english_groups(table).items()},
     }
     found += [("pooled", name, mask) for name, mask in pools.items() if mask.any()]
     # Learned metrics whose models saw the same directions share their scopes.

@@ -30,10 +30,11 @@ from bouquet_eval.core.stats import (
 from bouquet_eval.metrics import Metric
 from bouquet_eval.metrics.records import PRIMARY_PREFERENCE, MetricSet
 from bouquet_eval.results.aggregate import (
-    ENGLISH,
+    ENGLISH_GROUPS,
     GROUP_COLUMNS,
     UNSEEN,
     direction_table,
+    english_groups,
     write_csv,
 )
 from bouquet_eval.results.resampled import (
@@ -44,7 +45,6 @@ from bouquet_eval.results.resampled import (
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
 SIGNIFICANCE_LEVEL = 0.05
-ENGLISH_GROUPS = ("into_english", "out_of_english", "without_english")
 
 
 def score_columns(metrics: Sequence[Metric]) -> list[str]:
@@ -255,12 +255,6 @@ def unseen_notes(board: pd.DataFrame) -> list[str]:
                     f"of its {metric} means are in a language {metric}'s model was not trained on"
                 )
     return notes
-
-
-def english_groups(scores: pd.DataFrame) -> dict[str, pd.Series]:
-    into = scores["tgt_lang"] == ENGLISH
-    out_of = scores["src_lang"] == ENGLISH
-    return dict(zip(ENGLISH_GROUPS, (into, out_of, ~into & ~out_of), strict=True))
 
 
 def _incomparable(results: Sequence[ModelResults]) -> dict[str, str]:

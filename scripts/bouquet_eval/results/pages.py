@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from bouquet_eval.metrics.records import RECORDS
+from bouquet_eval.results.aggregate import ENGLISH_GROUPS
 from bouquet_eval.results.figures import better, forest_plot, svg_text
 from bouquet_eval.results.leaderboard import (
-    ENGLISH_GROUPS,
     MISSING,
     SIGNIFICANCE_LEVEL,
     best_mark,

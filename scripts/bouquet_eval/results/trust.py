@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from bouquet_eval.results.correlations import ENGLISH
+from bouquet_eval.results.aggregate import english_groups
 from bouquet_eval.results.leaderboard import primary_metric
 from bouquet_eval.results.rendering import interactive_page
 from bouquet_eval.results.views import describe_language
@@ -78,11 +78,7 @@ def _pools(frame: pd.DataFrame, decide_by: str, metrics: Sequence[str]) -> list[
     per_direction = frame[frame["scope"] == "direction"]
     counts = {
         "all": len(directions),
-        "into_english": int((directions["tgt_lang"] == ENGLISH).sum()),
-        "out_of_english": int((directions["src_lang"] == ENGLISH).sum()),
-        "without_english": int(
-            ((directions["src_lang"] != ENGLISH) & (directions["tgt_lang"] != ENGLISH)).sum()
-        ),
+        **{name: int(rows.sum()) for name, rows in english_groups(directions).items()},
     }
     found = []
     pools = frame[frame["scope"].isin(["pooled", "training"])]
