@@ -105,6 +105,38 @@ def offline() -> bool:
     return constants.is_offline_mode()
 
 
+def is_local(spec: str) -> bool:
+    """A path that exists is read from disk; anything else names a repository on the Hub."""
+    return Path(spec).expanduser().exists()
+
+
+def model_folder(
+    spec: str, files: Sequence[str], what: str, extra: Sequence[str] = (), hint: str = ""
+) -> Path:
+    """The folder holding a model's `files`: `spec` itself when it is a local folder, else its
+    snapshot in the Hugging Face cache (never the network; `extra` files are taken into the
+    snapshot where the repository has them). FileNotFoundError names `what`, `spec` and the
+    files missing, followed by `hint`."""
+    if is_local(spec):
+        folder = Path(spec).expanduser()
+    else:
+        folder = snapshot(
+            spec,
+            "model",
+            "main",
+            [*files, *extra],
+            fetch=False,
+            what=f"{what} {spec}",
+            otherwise="run `snakemake prefetch` where the Hub can be reached",
+        )
+    missing = [name for name in files if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{what} {spec}: {folder} lacks {', '.join(missing)}" + (f" ({hint})" if hint else "")
+        )
+    return folder
+
+
 def snapshot(
     repo_id: str,
     repo_type: str,

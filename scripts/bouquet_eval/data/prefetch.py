@@ -22,16 +22,10 @@ starts, the workflow checks that what its jobs will load is cached or can be had
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from bouquet_eval.core.home import fetch_hint
 from bouquet_eval.data.dataset import DatasetSource
 from bouquet_eval.data.hub import HubFiles, check_reachable, fetch
-
-
-def is_local(path: str) -> bool:
-    """A path that exists is read from disk; anything else is a hub id."""
-    return Path(path).expanduser().exists()
 
 
 def prefetch(dataset: DatasetSource, needs: Sequence[HubFiles]) -> list[str]:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from bouquet_eval.core.devices import resolve_device, resolve_dtype
 from bouquet_eval.core.environment import cached_commit
-from bouquet_eval.data.hub import snapshot
+from bouquet_eval.data.hub import is_local, model_folder
 from bouquet_eval.metrics.comet import package_version
 from bouquet_eval.metrics.sonar_languages import refusal, sonar_code
 
@@ -53,31 +53,6 @@ MODEL_CONFIG = "model_config.yaml"
 DEFAULT_BATCH_SIZE = 64
 SCORE_BATCH = 4096
 """Sentences per call of the BLASER model (a few matrix products per sentence)."""
-
-
-def is_local(spec: str) -> bool:
-    return Path(spec).expanduser().exists()
-
-
-def model_folder(spec: str, files: Sequence[str], what: str) -> Path:
-    """The folder holding `files`: `spec` itself when it is a local folder, else its snapshot
-    in the Hugging Face cache (never the network)."""
-    if is_local(spec):
-        folder = Path(spec).expanduser()
-    else:
-        folder = snapshot(
-            spec,
-            "model",
-            "main",
-            [*files, MODEL_CONFIG],
-            fetch=False,
-            what=f"{what} {spec}",
-            otherwise="run `snakemake prefetch` where the Hub can be reached",
-        )
-    missing = [name for name in files if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{what} {spec}: {folder} lacks {', '.join(missing)}")
-    return folder
 
 
 class Blaser:
@@ -179,7 +154,9 @@ class Blaser:
         from sonar.models.blaser import BlaserModel
 
         log.info("%s: loading %s", self.name, self.checkpoint)
-        folder = model_folder(self.checkpoint, (CHECKPOINT_FILE,), "BLASER checkpoint")
+        folder = model_folder(
+            self.checkpoint, (CHECKPOINT_FILE,), "BLASER checkpoint", (MODEL_CONFIG,)
+        )
         card = AssetCard(
             f"{self.card}:{self.checkpoint}",
             {"checkpoint": (folder / CHECKPOINT_FILE).resolve().as_uri(), **model_config(folder)},
@@ -266,7 +243,9 @@ class SentenceEmbeddings:
         from sonar.inference_pipelines.text import TextToEmbeddingModelPipeline
 
         log.info("SONAR text encoder: loading %s (%s)", self.encoder, self.dtype)
-        folder = model_folder(self.encoder, ENCODER_FILES, "SONAR text encoder")
+        folder = model_folder(
+            self.encoder, ENCODER_FILES, "SONAR text encoder", extra=(MODEL_CONFIG,)
+        )
         card = AssetCard(
             f"{ENCODER_CARD}:{self.encoder}",
             {

@@ -30,7 +30,7 @@ import pandas as pd
 
 from bouquet_eval.core.devices import resolve_device
 from bouquet_eval.core.environment import cached_commit
-from bouquet_eval.data.hub import HubFiles, snapshot
+from bouquet_eval.data.hub import HubFiles, is_local, model_folder
 from bouquet_eval.metrics.metricx import token_budget_batches
 
 log = logging.getLogger(__name__)
@@ -48,32 +48,15 @@ DEFAULT_BATCH_TOKENS = 16384
 QUIET_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "comet")
 
 
-def is_local_checkpoint(model: str) -> bool:
-    return Path(model).expanduser().exists()
-
-
 def checkpoint_folder(model: str) -> Path:
     """The folder holding `checkpoints/model.ckpt` and `hparams.yaml`: `model` itself when it
     is a local folder, else its snapshot in the Hugging Face cache (never the network)."""
-    if is_local_checkpoint(model):
-        folder = Path(model).expanduser()
-    else:
-        folder = snapshot(
-            model,
-            "model",
-            "main",
-            CHECKPOINT_FILES,
-            fetch=False,
-            what=f"COMET checkpoint {model}",
-            otherwise="run `snakemake prefetch` where the Hub can be reached",
-        )
-    missing = [name for name in CHECKPOINT_FILES if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"COMET checkpoint {model}: {folder} lacks {', '.join(missing)} (a COMET model "
-            f"folder holds {CHECKPOINT} and {HPARAMS}, as its Hub repository does)"
-        )
-    return folder
+    return model_folder(
+        model,
+        CHECKPOINT_FILES,
+        "COMET checkpoint",
+        hint=f"a COMET model folder holds {CHECKPOINT} and {HPARAMS}, as its Hub repository does",
+    )
 
 
 def encoder_name(hparams: Path) -> str:
@@ -147,7 +130,7 @@ class CometMetric:
     # What `prefetch` fetches, in two steps: the checkpoint's files, then its encoder's.
     def checkpoint_needs(self) -> list[HubFiles]:
         """The checkpoint repository's hparams.yaml and model.ckpt (nothing for a local folder)."""
-        if is_local_checkpoint(self.model_name):
+        if is_local(self.model_name):
             return []
         needed_by = f"{self.name}.model"
         return [
@@ -160,7 +143,7 @@ class CometMetric:
         hparams.yaml from the local folder or the cache: call it once `checkpoint_needs` are
         fetched."""
         encoder = encoder_name(checkpoint_folder(self.model_name) / HPARAMS)
-        if is_local_checkpoint(encoder):
+        if is_local(encoder):
             return None
         return HubFiles(encoder, None, f"{self.name}.model encoder", parts=("tokenizer",))
 
@@ -168,7 +151,7 @@ class CometMetric:
         return resolve_precision(self.precision, self.device)
 
     def signature(self) -> str:
-        if is_local_checkpoint(self.model_name):
+        if is_local(self.model_name):
             commit = "local"
         else:
             commit = cached_commit(self.model_name, None) or "uncached"

@@ -29,7 +29,7 @@ import pandas as pd
 
 from bouquet_eval.core.environment import cached_commit, hub_model
 from bouquet_eval.data.dataset import Direction
-from bouquet_eval.data.hub import HubFiles
+from bouquet_eval.data.hub import HubFiles, is_local
 from bouquet_eval.metrics.sonar_languages import SONAR_LANGUAGES, refusal
 from bouquet_eval.metrics.training_languages import (
     MT5_LANGUAGES,
@@ -54,7 +54,7 @@ class ModelFiles:
     @property
     def local(self) -> bool:
         """A path that exists is read from disk; anything else is on the hub."""
-        return Path(self.spec).expanduser().exists()
+        return is_local(self.spec)
 
 
 _HUB_FILE = re.compile(r"(?P<repo_id>[\w.-]+/[\w.-]+)/(?P<filename>[\w.-]+(?:/[\w.-]+)*)")
@@ -237,7 +237,7 @@ def _metricx_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
 
 def _glotlid_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     spec, revision = settings["model"], settings.get("revision")
-    if Path(spec).expanduser().exists():
+    if is_local(spec):
         return (ModelFiles("model", spec),)
     repo_id, filename = hub_file(spec, "GlotLID model")
     return (ModelFiles("model", repo_id, revision, filename=filename),)
@@ -246,7 +246,7 @@ def _glotlid_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
 def _comet_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     """A checkpoint folder, or its Hub repository's hparams.yaml and checkpoints/model.ckpt."""
     spec = settings["model"]
-    if Path(spec).expanduser().exists():
+    if is_local(spec):
         return (ModelFiles("model", spec),)
     return tuple(
         ModelFiles("model", spec, filename=name)
@@ -344,7 +344,7 @@ def _blaser_models(settings: Mapping[str, Any]) -> tuple[ModelFiles, ...]:
     models = []
     for setting, files in (("encoder", ENCODER_FILES), ("checkpoint", (CHECKPOINT_FILE,))):
         spec = settings[setting]
-        if Path(spec).expanduser().exists():
+        if is_local(spec):
             models.append(ModelFiles(setting, spec))
         else:
             models += [ModelFiles(setting, spec, filename=name) for name in files]

@@ -34,7 +34,7 @@ from bouquet_eval.core.home import HOME_VARIABLE
 from bouquet_eval.core.names import shown
 from bouquet_eval.core.secrets import refuse_secrets, secret_values, secret_variables
 from bouquet_eval.data.dataset import DatasetSource, Direction, resolve_dataset, select_directions
-from bouquet_eval.data.hub import PARTS, HubFiles
+from bouquet_eval.data.hub import PARTS, HubFiles, is_local
 from bouquet_eval.data.judgements import JudgementSource, judged_systems, resolve_judgements
 from bouquet_eval.data.outputs import (
     aggregate_outputs,
@@ -43,7 +43,6 @@ from bouquet_eval.data.outputs import (
     scored_output,
     translation_output,
 )
-from bouquet_eval.data.prefetch import is_local
 from bouquet_eval.data.received import (
     ArchiveLimits,
     ReceivedSubmission,
