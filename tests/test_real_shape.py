@@ -38,7 +38,9 @@ pytestmark = pytest.mark.scene
 SENTENCES = 2
 MODELS = {  # name: (share of words left out, which words)
     "steady": (0.15, "a"),
-    "twin": (0.15, "b"),  # as good as steady, other words: the same cluster
+    # steady's translations under another name: one cluster. (The same share of other words
+    # is not as good: over 2,124 sentences a few tenths of chrF++ are significant.)
+    "twin": (0.15, "a"),
     "looser": (0.3, "a"),
     "rough": (0.45, "a"),
     "sparse": (0.6, "a"),
@@ -189,7 +191,8 @@ def test_the_runs_of_ones_own_translator_and_their_consoles(scene: Scene) -> Non
         assert_estimates_hold(console)
     # The command the saved configuration gives to rerun it, pasted elsewhere.
     header = (scene.work / "runs" / name / "bouquet-eval.yaml").read_text().splitlines()[1]
-    assert "Nothing to be done" in pasted(header.removeprefix("#").strip(), scene.elsewhere).stdout
+    again = pasted(header.removeprefix("#").strip(), scene.elsewhere)
+    assert "Nothing to be done" in again.stdout + again.stderr  # Snakemake's log: stderr
 
 
 def assert_estimates_hold(console: Console) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -23,13 +24,32 @@ from bouquet_eval.translators import BACKENDS
 # What the workflow hands a prompt function (prompt.PromptFn).
 PROMPT_ARGUMENTS = ("src_lang", "tgt_lang", "src_text")
 KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+LOG_DRAIN_SECONDS = 5.0
+"""The longest a run's last line waits for the log records before it to be written."""
 
 
 def stop_planning(error: ConfigError, configfiles: Sequence[str | Path]) -> NoReturn:
     """End the run with one line, `bouquet-eval: <file>: <error>`: no traceback, and no wrapper
-    of Snakemake's pointing at the workflow's own source, which is not what needs fixing."""
+    of Snakemake's pointing at the workflow's own source, which is not what needs fixing. It
+    is the last line: what Snakemake logged before it is written first."""
+    written_log()
     print(error_line(error, configfiles), file=sys.stderr, flush=True)
     raise SystemExit(1)
+
+
+def written_log() -> None:
+    """Wait until Snakemake's log handlers have written every record logged so far. With a
+    logger plugin (the workflow's console) they write from a thread of their own, which may
+    otherwise print the run's job table after a line the main process prints."""
+    from logging.handlers import QueueHandler
+
+    from snakemake.logging import logger
+
+    deadline = time.monotonic() + LOG_DRAIN_SECONDS
+    for handler in logger.handlers:
+        queue = getattr(handler, "queue", None) if isinstance(handler, QueueHandler) else None
+        while getattr(queue, "unfinished_tasks", 0) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def error_line(error: ConfigError, configfiles: Sequence[str | Path]) -> str:
