@@ -1,8 +1,8 @@
 """A new user at BOUQuET's shape: six models of their own translator (a package in the folder
 they work in, on no import path) over 1062 directions, through `bouquet-eval run`, `bouquet-eval
 leaderboard` from that folder and from another, plain `snakemake` and the report command it
-prints, and `bouquet-eval metaeval`; COMET asked for without its environment. Every console is
-timed line by line.
+prints, and `bouquet-eval metaeval`; COMET asked for without its environment, and with it.
+Every console is timed line by line.
 
 The runs are shared by the tests of this file (in its order); a few sentences per direction keep
 them short.
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from .conftest import REPOSITORY, Workflow
+from .conftest import REPOSITORY, Workflow, built_in, environment_python
 from .synthetic import bouquet_shaped_directions
 
 # Twenty minutes and more on two busy cores: not in `make test`, run by `make scene`.
@@ -338,3 +338,21 @@ def test_comet_without_its_environment_stops_before_translating(scene: Scene) ->
         line,
     ), line
     assert not list((scene.work / "other" / "seventh").glob("*.jsonl"))
+
+
+def test_comet_with_its_environment_scores_every_direction(scene: Scene, tmp_path: Path) -> None:
+    """The same command with COMET's environment given (a tiny checkpoint, on the CPU): every
+    direction is scored by it too, and the console is never silent for long."""
+    python = environment_python("COMET", "comet")
+    checkpoint = built_in(python, "tests.comet_checkpoints", tmp_path)["comet"]
+    console = bouquet_eval(
+        "run", "--translator", "mypkg.degrade:Degrade", "--translator-kwargs", '{"drop": 0.15}',
+        "--all", "--metrics", "chrf,comet", "--comet-model", checkpoint, "--comet-device", "cpu",
+        "--environment", f"comet={python}", "--dataset-path", "data", "--output-dir",
+        "other/with-comet", "--cores", "2", cwd=scene.work,
+        env=Workflow.environment({"HF_HUB_OFFLINE": "1"}),
+    )  # fmt: skip
+    assert console.returncode == 0, console.text
+    assert console.longest_silence() <= SILENCE, console.lines
+    scores = pd.read_csv(scene.work / "other" / "with-comet" / "scores.csv")
+    assert len(scores) == 1062 and scores["comet"].notna().all()
