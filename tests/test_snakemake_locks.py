@@ -65,6 +65,22 @@ def test_a_run_that_ends_keeps_the_locks_of_the_run_beside_it(tmp_path: Path, pa
     for part in "ab":
         (tmp_path / "in" / f"{part}.txt").write_text(part)
     first, second = start(tmp_path, "a", patch), start(tmp_path, "b", patch)
+    try:
+        side_by_side(tmp_path, first, second, patch)
+    finally:  # a failed assertion leaves no run, and no job, waiting for its signal
+        for part in "ab":
+            (tmp_path / f"go-{part}").touch()
+        for run in (first, second):
+            try:
+                run.communicate(timeout=patience(120))
+            except subprocess.TimeoutExpired:
+                run.kill()
+                run.communicate()
+
+
+def side_by_side(
+    tmp_path: Path, first: subprocess.Popen[str], second: subprocess.Popen[str], patch: bool
+) -> None:
     locks = tmp_path / ".snakemake" / "locks"
     wait_until(lambda: (tmp_path / "started-a").exists(), 60)
     wait_until(lambda: (tmp_path / "started-b").exists(), 60)
