@@ -33,7 +33,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from bouquet_eval.planning.snakemake_patch import source_digest
+from bouquet_eval.planning.snakemake_patch import changed_sources
 
 LOCK_SOURCES = {
     "PersistenceBase.lock": "a0dd9daec26ea14b",
@@ -59,11 +59,7 @@ def changed_lock_sources() -> list[str]:
     from snakemake.persistence.file import FilePersistence
 
     classes = {"PersistenceBase": PersistenceBase, "FilePersistence": FilePersistence}
-    return [
-        name
-        for name, digest in LOCK_SOURCES.items()
-        if source_digest(getattr(classes[name.split(".")[0]], name.split(".")[1])) != digest
-    ]
+    return changed_sources(classes, LOCK_SOURCES)
 
 
 def share_locks(persistence: Any, explain_refusal: Callable[[], str | None]) -> list[str]:

@@ -69,11 +69,13 @@ def source_digest(function: Callable[..., Any]) -> str:
     return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:16]
 
 
-def changed_sources(classes: dict[str, type]) -> list[str]:
-    """The methods of `PATCHED_SOURCES` (`Class.method`, the classes by name in `classes`)
-    whose source is not the one the patch was written against."""
+def changed_sources(
+    classes: dict[str, type], sources: dict[str, str] = PATCHED_SOURCES
+) -> list[str]:
+    """The methods of `sources` (`Class.method`: digest, the classes by name in `classes`)
+    whose source is not the one a patch was written against."""
     changed = []
-    for name, digest in PATCHED_SOURCES.items():
+    for name, digest in sources.items():
         owner, method = name.split(".")
         function = getattr(classes[owner], method, None)
         if function is None or source_digest(function) != digest:

@@ -38,12 +38,12 @@ from bouquet_eval.core.stats import Resampling, benjamini_hochberg, percentile_i
 from bouquet_eval.data.dataset import Direction
 from bouquet_eval.data.outputs import scored_path
 from bouquet_eval.metrics.records import MetricSet
-from bouquet_eval.results.aggregate import english_groups
+from bouquet_eval.results.aggregate import ENGLISH_GROUPS, english_groups
 from bouquet_eval.results.agreement import Agreement, agreement, run_starts
 from bouquet_eval.results.permutation import PairedTest, permutation_tests
 from bouquet_eval.results.weighted_agreement import Mapper, scope_statistics
 
-POOLS = ("all", "into_english", "out_of_english", "without_english")
+POOLS = ("all", *ENGLISH_GROUPS)
 TRAINING = "training"
 """The scope of the directions inside (or outside) a learned metric's training languages."""
 INSIDE, OUTSIDE = "inside", "outside"
