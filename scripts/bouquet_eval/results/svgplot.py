@@ -112,9 +112,16 @@ def tick_decimals(step: float) -> int:
 
 
 def tick_label(value: float, step: float) -> str:
-    """A tick's value with the decimals its step needs; negative with a minus sign (U+2212),
-    as matplotlib writes it."""
-    written = f"{abs(value):.{tick_decimals(step)}f}"
+    """A tick's value with the decimals its step needs (in exponent notation below 1e-5, with
+    the digits it needs); negative with a minus sign (U+2212), as matplotlib writes it."""
+    decimals = tick_decimals(step)
+    if decimals <= 5:
+        written = f"{abs(value):.{decimals}f}"
+    elif value == 0:
+        written = "0"
+    else:
+        digits = math.floor(math.log10(abs(value))) - math.floor(math.log10(step) + 1e-9) + 1
+        written = f"{abs(value):.{max(digits, 1)}g}"
     return f"\N{MINUS SIGN}{written}" if value < 0 and float(written) != 0 else written
 
 
