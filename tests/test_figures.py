@@ -191,7 +191,7 @@ def test_distributions_draw_each_models_violin_from_its_statistics() -> None:
         assert value(median.get("x1")) == pytest.approx(stats["median"], abs=tolerance)
     means = tagged(root, "polygon", "mean")
     assert [float(m.get("data-value")) for m in means] == [
-        violins[name]["mean"] for name in samples if violins[name]
+        v["mean"] for v in violins.values() if v is not None
     ]
     for mean in means:
         x = float(mean.get("points").split()[0].split(",")[0])
@@ -214,7 +214,11 @@ def scores_of(deltas: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
 
 
 def test_comparison_shows_every_directions_difference_from_the_best() -> None:
-    deltas = {"best": [0.0, 0.0, 0.0], HOSTILE: [-4.0, 1.5, np.nan], "third\nline": [-8, -2, -5]}
+    deltas: dict[str, list[float]] = {
+        "best": [0.0, 0.0, 0.0],
+        HOSTILE: [-4.0, 1.5, np.nan],
+        "third\nline": [-8.0, -2.0, -5.0],
+    }
     board = board_of([50.0, 49.0, 45.0], list(deltas))
     svg = comparison(scores_of(deltas), board, set())
     root = parse(svg)
