@@ -148,7 +148,7 @@ def distributions(
         panel.add(Violin(row, violin, f"{name}: {summary}"))
         mean = float(violin["mean"])
         panel.add(MeanDiamond(row, mean, f"{name}: mean {format_score(mean, scale)}"))
-        panel.legend = "mean"
+        chart.legend = "mean"
     return chart.svg()
 
 

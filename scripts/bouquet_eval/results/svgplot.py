@@ -401,8 +401,6 @@ class Panel:
 
     label: str
     marks: list[Mark] = field(default_factory=list)
-    legend: str | None = None
-    """A legend entry for the mean's diamond, at the panel's lower right."""
     zero_line: bool = False
     """A grey vertical line at 0 across every row (0 then within the axis)."""
 
@@ -424,6 +422,9 @@ class Chart:
     panels: list[Panel] = field(default_factory=list)
     note: str | None = None
     """A note written in the middle of a chart that has nothing else to show."""
+    legend: str | None = None
+    """A legend entry for the mean's diamond, at the right of the title's line: above the
+    marks, so that it hides none."""
 
     def panel(self, label: str) -> Panel:
         self.panels.append(Panel(label))
@@ -435,7 +436,7 @@ class Chart:
         lines = max((len(label.split("\n")) for label in self.rows), default=1)
         longest = max((text_width(label, self.label_size) for label in self.rows), default=0)
         left = longest + 16
-        top = 34 if self.title else 10
+        top = 34 if self.title or self.legend else 10
         plot_height = max(len(self.rows), 1) * max(self.row_height, lines * self.label_size * 1.3)
         row_height = plot_height / max(len(self.rows), 1)
         count, gap = max(len(self.panels), 1), 24
@@ -443,8 +444,14 @@ class Chart:
         width = left + count * (panel_width + gap) - gap + 20
         height = top + plot_height + 52
         parts = svg_open(width, height)
+        legend = _legend(width - 20, 22, self.legend) if self.legend else []
         if self.title:
-            parts.append(text(width / 2, 22, self.title, 14, text_anchor="middle", class_="title"))
+            # Centred, or as far right as the legend leaves room for.
+            half = text_width(self.title, 14) / 2
+            room = width - 20 - (_legend_width(self.legend) + 16 if self.legend else 0)
+            centre = max(min(width / 2, room - half), half + 4)
+            parts.append(text(centre, 22, self.title, 14, text_anchor="middle", class_="title"))
+        parts += legend
         for index, panel in enumerate(self.panels):
             x0 = left + index * (panel_width + gap)
             place = Place(Axis(*view_limits(_values(panel)), x0, x0 + panel_width), top, row_height)
@@ -470,8 +477,6 @@ class Chart:
             f'<rect x="{number(axis.left)}" y="{number(top)}" width="{number(width)}" '
             f'height="{number(plot_height)}" fill="none" stroke="black" stroke-width="0.8"/>'
         )
-        if panel.legend:
-            parts += _legend(axis.right - 8, bottom - 8, panel.legend)
         parts.append(
             text(
                 axis.left + width / 2,
@@ -540,14 +545,15 @@ def _row_label(right: float, centre: float, label: str, size: float) -> str:
     )
 
 
-def _legend(right: float, bottom: float, label: str) -> list[str]:
-    """A framed legend entry of the mean's diamond, its lower right corner at (right, bottom)."""
-    width, height = 30 + text_width(label, FONT_SIZE), 22
-    x, y = right - width, bottom - height
+def _legend_width(label: str) -> float:
+    return 16 + text_width(label, FONT_SIZE)
+
+
+def _legend(right: float, baseline: float, label: str) -> list[str]:
+    """A legend entry of the mean's diamond, ending at `right`."""
+    x = right - _legend_width(label)
     return [
-        f'<g class="legend"><rect x="{number(x)}" y="{number(y)}" width="{number(width)}" '
-        f'height="{height}" fill="white" fill-opacity="0.8" stroke="#cccccc"/>',
-        f'<polygon points="{diamond(x + 14, y + height / 2, 4)}" fill="black"/>',
-        text(x + 26, y + height / 2 + 4, label),
+        f'<g class="legend"><polygon points="{diamond(x + 4, baseline - 4, 4)}" fill="black"/>',
+        text(x + 14, baseline, label),
         "</g>",
     ]
