@@ -2,12 +2,13 @@
 
 The leaderboard job's figures (distributions, comparison, timing, the forest plot) are such
 charts: a row per model, an x axis with its ticks, grid and label, and a few kinds of marks
-(violins, box plots, points, intervals). Drawn through matplotlib they cost the job most of its
-CPU time: importing it and laying out each figure, measuring every label. Written directly, as
-`heatmaps` writes the heatmaps, they are a few hundred elements of text whose layout is fixed
-here: the same results give the same bytes, every text escaped, a tooltip on each mark. The
-marks follow matplotlib's defaults (`violin`, `boxplot`, `errorbar`, `scatter`), so the figures
-read as they did; sizes are its points as CSS pixels (a 7.5 in figure is 720 px wide).
+(violins, box plots, points, intervals). Drawn through matplotlib they cost the job more than
+half its CPU time: importing it and laying out each figure, measuring every label. Written
+directly, as `heatmaps` writes the heatmaps, they are a few hundred elements of text whose
+layout is fixed here: the same results give the same bytes, every text escaped, a tooltip on
+each mark. The marks follow matplotlib's defaults (`violin`, `boxplot`, `errorbar`, `scatter`),
+so the figures read as they did; sizes are its points as CSS pixels (a 7.5 in figure is 720 px
+wide).
 """
 
 from __future__ import annotations
@@ -161,11 +162,13 @@ class Place:
     row_height: float
 
     def y(self, row: float) -> float:
-        """The y of a position in rows (row 0's centre at 0)."""
+        """The y in pixels of a position in rows (row r's centre at r)."""
         return self.top + (row + 0.5) * self.row_height
 
 
 class Mark(Protocol):
+    """A thing a panel draws across its rows (a violin, a box, an interval, ...)."""
+
     def values(self) -> Sequence[float]:
         """The x values it needs the axis to show."""
 
