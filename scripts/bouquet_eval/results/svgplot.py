@@ -7,8 +7,8 @@ half its CPU time: importing it and laying out each figure, measuring every labe
 directly, as `heatmaps` writes the heatmaps, they are a few hundred elements of text whose
 layout is fixed here: the same results give the same bytes, every text escaped, a tooltip on
 each mark. The marks follow matplotlib's defaults (`violin`, `boxplot`, `errorbar`, `scatter`),
-so the figures read as they did; sizes are its points as CSS pixels (a 7.5 in figure is 720 px
-wide).
+so the figures read as they did, at the sizes a browser showed its figures at (a point is 4/3
+px: a 7.5 in figure 720 px wide, its 9 pt text 12 px).
 """
 
 from __future__ import annotations
