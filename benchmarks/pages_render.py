@@ -117,7 +117,7 @@ def child(kind: str, output: Path, count: int, target: Path) -> None:
         return
 
     # The data of each page, computed before the clock starts, and matplotlib imported (the
-    # forest plot's), which both sides pay alike.
+    # earlier code's forest plot draws through it; the package's own no longer imports it).
     import matplotlib.figure  # noqa: F401
 
     if templated and kind == "pages-warm":

@@ -30,7 +30,7 @@ from bouquet_eval.planning.schema import load_schema
 from bouquet_eval.results.aggregate import ROW_GROUP_ROWS
 from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
-from bouquet_eval.results.figures import dense_languages, timing_figure
+from bouquet_eval.results.figures import dense_languages
 from bouquet_eval.results.pages import run_page
 from bouquet_eval.results.views import describe_language, results_page
 
@@ -100,17 +100,6 @@ def test_the_heatmap_keeps_the_languages_paired_with_each_other() -> None:
     assert dense_languages(scores, 5) == [ENGLISH, *cluster]
     # Few languages: all of them, in the heatmap's order.
     assert dense_languages(scores, 40) == [ENGLISH, *sorted(others)]
-
-
-def test_timing_leaves_out_rates_nobody_recorded() -> None:
-    timing = pd.DataFrame({"seconds": [2.0, 3.0], "sentences_per_second": [4.0, 5.0]})
-    figure = timing_figure({"a": timing, "b": timing}, {"a": 0, "b": 0})
-    assert [axes.get_xlabel() for axes in figure.axes] == ["sentences/s per direction"]
-    figure = timing_figure({"a": timing, "b": timing}, {"a": 1, "b": 0})
-    assert [axes.get_xlabel() for axes in figure.axes] == [
-        "sentences/s per direction",
-        "GPU-seconds per direction",
-    ]
 
 
 def test_the_run_page_shows_the_dataset_that_was_read() -> None:

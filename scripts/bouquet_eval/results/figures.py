@@ -1,5 +1,5 @@
-"""The report's figures: SVG (matplotlib's; each model's heatmaps written directly,
-`results.heatmaps`).
+"""The report's figures, as SVG written directly: each model's heatmaps (`results.heatmaps`)
+and the charts of models against a value (`results.svgplot`).
 
 Vector graphics stay sharp at any zoom, which the heatmap of BOUQuET's ~1000 directions needs,
 their text stays text (searchable), and they need no JavaScript, so they render offline and
@@ -8,10 +8,9 @@ identically in any browser or image viewer.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,36 +20,23 @@ from bouquet_eval.metrics.records import builtin_ranges
 from bouquet_eval.results.aggregate import ENGLISH, GROUP_COLUMNS
 from bouquet_eval.results.extracts import finite_values
 from bouquet_eval.results.heatmaps import Heatmap, heatmap_svg
-from bouquet_eval.results.leaderboard import format_score
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from bouquet_eval.results.leaderboard import display_scales, format_score
+from bouquet_eval.results.svgplot import (
+    CYCLE,
+    Box,
+    BoxStats,
+    Chart,
+    Interval,
+    MeanDiamond,
+    RowNote,
+    Strip,
+    Violin,
+)
 
 # Below this many languages, every heatmap cell carries its value as text (and is larger).
 ANNOTATED_LANGUAGES = 24
 # The heatmap shows at most this many languages (the most paired with each other).
 HEATMAP_LANGUAGES = 40
-
-
-def _figure(width: float, height: float) -> Figure:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "bouquet"})
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def svg_text(figure: Figure) -> str:
-    buffer = io.StringIO()
-    # No date in the file: the same results give the same bytes.
-    figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return buffer.getvalue()
-
-
-def write_svg(path: Path, figure: Figure) -> None:
-    write_text(path, svg_text(figure))
 
 
 def better(column: str, lower: set[str], targets: Mapping[str, float] | None = None) -> str:
@@ -143,78 +129,67 @@ def distributions(
     column: str,
     lower: set[str],
     targets: Mapping[str, float] | None = None,
-) -> Figure:
-    """Violin plots of sentence scores per model (`violin_of`), with the mean marked."""
+) -> str:
+    """Violin plots of sentence scores per model (`violin_of`), with the mean marked, as SVG."""
     names = list(violins)
-    figure = _figure(7.5, max(2.5, 0.6 * len(names) + 1.3))
-    axes = figure.add_subplot()
-    shown = [(i, v) for i, name in enumerate(names) if (v := violins[name]) is not None]
-    if shown:
-        axes.violin(
-            [v for _, v in shown],
-            [i for i, _ in shown],
-            orientation="horizontal",
-            showmedians=True,
-            showextrema=True,
+    chart = Chart(names, f"Distribution of sentence scores: {column}", row_height=64)
+    panel = chart.panel(f"{column} per sentence ({better(column, lower, targets)})")
+    scale = max(
+        (abs(float(v[key])) for v in violins.values() if v for key in ("min", "max")), default=0
+    )
+    for row, name in enumerate(names):
+        violin = violins[name]
+        if violin is None:
+            continue
+        summary = ", ".join(
+            f"{key} {format_score(float(violin[key]), scale)}"
+            for key in ("mean", "median", "min", "max")
         )
-        axes.scatter(
-            [v["mean"] for _, v in shown],
-            [i for i, _ in shown],
-            marker="D",
-            s=18,
-            color="black",
-            zorder=3,
-            label="mean",
-        )
-        axes.legend(loc="lower right")
-    axes.set_yticks(range(len(names)), names)
-    axes.set_ylim(len(names) - 0.5, -0.5)
-    axes.set_xlabel(f"{column} per sentence ({better(column, lower, targets)})")
-    axes.set_title(f"Distribution of sentence scores: {column}")
-    axes.grid(axis="x", alpha=0.3)
-    return figure
+        panel.add(Violin(row, violin, f"{name}: {summary}"))
+        mean = float(violin["mean"])
+        panel.add(MeanDiamond(row, mean, f"{name}: mean {format_score(mean, scale)}"))
+        chart.legend = "mean"
+    return chart.svg()
 
 
 def comparison(
     scores_by_model: Mapping[str, pd.DataFrame], board: pd.DataFrame, lower: set[str]
-) -> Figure:
-    """Per-direction differences of every ranked model from the best, on the primary metric."""
+) -> str:
+    """Per-direction differences of every ranked model from the best, on the primary metric,
+    as SVG."""
     primary = board.attrs["primary"]
     ranked = board[board["rank"].notna()]
     best = ranked["model"].iloc[0] if len(ranked) else None
     others = ranked.iloc[1:]
-    figure = _figure(7.5, max(2.5, 0.6 * len(others) + 1.5))
-    axes = figure.add_subplot()
+    title = f"Paired comparison with the best model, {best}"
     if best is None or others.empty:
-        axes.text(
-            0.5,
-            0.5,
-            "Only one ranked model: nothing to compare.",
-            ha="center",
-            va="center",
-            transform=axes.transAxes,
-        )
-        axes.set_axis_off()
-        return figure
+        return Chart([], title, 70, note="Only one ranked model: nothing to compare.").svg()
     base = scores_by_model[best].set_index(GROUP_COLUMNS)[primary]
-    labels = []
-    for position, record in enumerate(others.to_dict(orient="records")):
-        delta = (scores_by_model[record["model"]].set_index(GROUP_COLUMNS)[primary] - base).dropna()
-        jitter = np.random.default_rng(position).uniform(-0.15, 0.15, size=len(delta))
-        axes.scatter(delta.to_numpy(), position + jitter, s=6, alpha=0.5)
-        axes.plot([delta.mean()] * 2, [position - 0.3, position + 0.3], color="black")
-        labels.append(
-            # Ranked models all have a cluster; the column is a float where others have none.
-            f"{record['model']}\np = {record['p_vs_best']:.3g}, cluster {int(record['cluster'])}"
-        )
-    axes.axvline(0, color="grey", linewidth=0.8)
-    axes.set_yticks(range(len(labels)), labels, fontsize=8)
-    axes.set_ylim(len(labels) - 0.5, -0.5)
+    labels = [
+        # Ranked models all have a cluster; the column is a float where others have none.
+        f"{record['model']}\np = {record['p_vs_best']:.3g}, cluster {int(record['cluster'])}"
+        for record in others.to_dict(orient="records")
+    ]
     how = better(primary, lower, board.attrs.get("targets"))
-    axes.set_xlabel(f"{primary}: model minus {best}, per direction ({how})")
-    axes.set_title(f"Paired comparison with the best model, {best}")
-    axes.grid(axis="x", alpha=0.3)
-    return figure
+    chart = Chart(labels, title, row_height=70, label_size=11)
+    panel = chart.panel(f"{primary}: model minus {best}, per direction ({how})")
+    panel.zero_line = True
+    for position, model in enumerate(others["model"]):
+        delta = (scores_by_model[model].set_index(GROUP_COLUMNS)[primary] - base).dropna()
+        jitter = np.random.default_rng(position).uniform(-0.15, 0.15, size=len(delta))
+        points = delta.to_numpy(dtype=float)
+        scale = float(np.abs(points).max(initial=0))
+        tips = [
+            f"{source} \N{RIGHTWARDS ARROW} {target}: {format_score(value, scale)}"
+            for (source, target), value in zip(delta.index, points, strict=True)
+        ]
+        mean_tip = (
+            f"{model}: mean difference {format_score(float(delta.mean()), scale)} over "
+            f"{len(delta)} directions"
+        )
+        colour = CYCLE[position % len(CYCLE)]
+        panel.add(Strip(position, points.tolist(), jitter.tolist(), tips, colour, mean_tip))
+    return chart.svg()
 
 
 def timing_per_direction(timing: pd.DataFrame, gpus: int) -> pd.DataFrame:
@@ -235,9 +210,9 @@ def _recorded(values: pd.Series, panel: str) -> np.ndarray:
     return finite[finite > 0] if panel == "GPU-seconds" else finite
 
 
-def timing_figure(timing_by_model: Mapping[str, pd.DataFrame], gpus: Mapping[str, int]) -> Figure:
-    """Box plots per model of the three rates, one panel each; a rate no model recorded (no
-    token counts, no GPU used) gets no panel."""
+def timing_figure(timing_by_model: Mapping[str, pd.DataFrame], gpus: Mapping[str, int]) -> str:
+    """Box plots per model of the three rates, one panel each, as SVG; a rate no model
+    recorded (no token counts, no GPU used) gets no panel."""
     tables = {name: timing_per_direction(t, gpus[name]) for name, t in timing_by_model.items()}
     names = list(tables)
     panels = [
@@ -245,54 +220,38 @@ def timing_figure(timing_by_model: Mapping[str, pd.DataFrame], gpus: Mapping[str
         for panel in TIMING_PANELS
         if any(_recorded(tables[name][panel], panel).size for name in names)
     ] or list(TIMING_PANELS[:1])
-    figure = _figure(3.7 * len(panels), max(2.5, 0.45 * len(names) + 1.5))
-    for number, panel in enumerate(panels, start=1):
-        axes = figure.add_subplot(1, len(panels), number)
-        values = [_recorded(tables[name][panel], panel) for name in names]
-        shown = [(i, v) for i, v in enumerate(values) if v.size]
-        if shown:
-            axes.boxplot(
-                [v for _, v in shown],
-                positions=[i for i, _ in shown],
-                orientation="horizontal",
-                widths=0.5,
+    # 3.7 in (355 px) a panel, as before.
+    chart = Chart(names, "Translation speed per direction", row_height=55, width=355 * len(panels))
+    for rate in panels:
+        panel = chart.panel(f"{rate} per direction")
+        for row, name in enumerate(names):
+            values = _recorded(tables[name][rate], rate)
+            if not values.size:
+                panel.add(RowNote(row, "not recorded"))
+                continue
+            stats = BoxStats.of(values)
+            tip = (
+                f"{name}: {rate} median {stats.median:.4g}, quartiles {stats.q1:.4g} to "
+                f"{stats.q3:.4g}, {values.size} directions"
             )
-        for i, v in enumerate(values):
-            if not v.size:
-                axes.text(
-                    0.02,
-                    i,
-                    "not recorded",
-                    va="center",
-                    fontsize=7,
-                    color="grey",
-                    transform=axes.get_yaxis_transform(),
-                )
-        axes.set_yticks(range(len(names)), names if number == 1 else [""] * len(names))
-        axes.set_ylim(len(names) - 0.5, -0.5)
-        axes.set_xlabel(f"{panel} per direction")
-        axes.grid(axis="x", alpha=0.3)
-    figure.suptitle("Translation speed per direction")
-    return figure
+            panel.add(Box(row, stats, tip))
+    return chart.svg()
 
 
-def forest_plot(board: pd.DataFrame, lower: set[str]) -> Figure:
-    """Each model's primary metric with its 95% interval, in leaderboard order."""
+def forest_plot(board: pd.DataFrame, lower: set[str]) -> str:
+    """Each model's primary metric with its 95% interval, in leaderboard order, as SVG."""
     primary = board.attrs["primary"]
-    figure = _figure(7.5, max(2.0, 0.4 * len(board) + 1.2))
-    axes = figure.add_subplot()
-    positions = np.arange(len(board))
-    means = board[primary].to_numpy(dtype=float)
-    errors = np.abs(
-        np.vstack([means - board[f"{primary}_ci_low"], board[f"{primary}_ci_high"] - means])
-    )
-    axes.errorbar(means, positions, xerr=errors, fmt="o", capsize=3)
-    axes.set_yticks(positions, board["model"])
-    axes.set_ylim(len(board) - 0.5, -0.5)
     how = better(primary, lower, board.attrs.get("targets"))
-    axes.set_xlabel(f"{primary}, macro mean with 95% interval ({how})")
-    axes.grid(axis="x", alpha=0.3)
-    return figure
+    chart = Chart(list(board["model"]), "", row_height=48)
+    panel = chart.panel(f"{primary}, macro mean with 95% interval ({how})")
+    columns = [primary, f"{primary}_ci_low", f"{primary}_ci_high"]
+    values = board[columns].to_numpy(dtype=float)
+    scale = display_scales(board)[primary]  # as the leaderboard's table writes them
+    for row, (name, (mean, low, high)) in enumerate(zip(board["model"], values, strict=True)):
+        written = [format_score(float(v), scale) for v in (mean, low, high)]
+        tip = f"{name}: {written[0]} [{written[1]}, {written[2]}]"
+        panel.add(Interval(row, float(mean), float(low), float(high), tip))
+    return chart.svg()
 
 
 def write_heatmaps(

@@ -11,11 +11,12 @@ at most from its own), or for a column with a target its RdBu (`RDBU`, its own 1
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from bouquet_eval.results.svgplot import escape, svg_close, svg_open
 
 VIRIDIS = (
     "#440154", "#470d60", "#48186a", "#482374", "#472d7b", "#453781", "#424086", "#3e4989",
@@ -32,7 +33,6 @@ RDBU = (
 """matplotlib's RdBu (ColorBrewer's 11 colours, which it interpolates): dark red, the light
 middle, dark blue."""
 
-FONT = "DejaVu Sans, Arial, sans-serif"
 EMPTY = "#eeeeee"
 """The background, where a direction was not evaluated."""
 EMPTY_ON_DIVERGING = "#9e9e9e"
@@ -126,15 +126,11 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
     grid = count * cell
     title_width = max((len(line) for line in heatmap.title), default=0) * 13 * 0.6 + 20
     width, height = round(max(margin + grid + 110, title_width)), top + grid + margin
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="{FONT}">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-    ]
+    parts = svg_open(width, height)
     for number, line in enumerate(heatmap.title):
         parts.append(
             f'<text x="{width / 2}" y="{16 + 17 * number + 12}" font-size="13" '
-            f'text-anchor="middle">{html.escape(line)}</text>'
+            f'text-anchor="middle">{escape(line)}</text>'
         )
     scale = colour_scale(heatmap)
     parts.append(
@@ -148,25 +144,25 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
         tip = f"{languages[row]} \N{RIGHTWARDS ARROW} {languages[column]}: {value_text(value)}"
         parts.append(
             f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{hex_colour(colour)}">'
-            f"<title>{html.escape(tip)}</title></rect>"
+            f"<title>{escape(tip)}</title></rect>"
         )
         if heatmap.annotated:
             parts.append(
                 f'<text x="{x + cell / 2}" y="{y + cell / 2 + 3}" font-size="9" '
                 f'text-anchor="middle" fill="{text_colour(colour)}">'
-                f"{html.escape(value_text(value))}</text>"
+                f"{escape(value_text(value))}</text>"
             )
     for index, code in enumerate(languages):
         centre = index * cell + cell / 2
         parts.append(
             f'<text x="{margin - 4}" y="{top + centre + label_size / 3}" '
-            f'font-size="{label_size}" text-anchor="end">{html.escape(code)}</text>'
+            f'font-size="{label_size}" text-anchor="end">{escape(code)}</text>'
         )
         below = (margin + centre + label_size / 3, top + grid + 4)
         parts.append(
             f'<text transform="translate({below[0]} {below[1]}) rotate(-90)" '
             f'font-size="{label_size}" '
-            f'text-anchor="end">{html.escape(code)}</text>'
+            f'text-anchor="end">{escape(code)}</text>'
         )
     parts.append(
         f'<text x="{margin + grid / 2}" y="{height - 6}" font-size="12" '
@@ -177,8 +173,7 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
         'text-anchor="middle">source language</text>'
     )
     parts += _colour_bar(heatmap.label, scale, margin + grid + 24, top, min(grid, 300), value_text)
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return svg_close(parts)
 
 
 def _colour_bar(
@@ -206,10 +201,10 @@ def _colour_bar(
     for share, value in ((0.0, high), (0.5, (low + high) / 2), (1.0, low)):
         parts.append(
             f'<text x="{x + 18}" y="{y + share * length + 4}" font-size="10">'
-            f"{html.escape(value_text(value))}</text>"
+            f"{escape(value_text(value))}</text>"
         )
     parts.append(
         f'<text transform="translate({x + 7} {y + length + 14})" font-size="11" '
-        f'text-anchor="middle">{html.escape(label)}</text>'
+        f'text-anchor="middle">{escape(label)}</text>'
     )
     return parts

@@ -11,7 +11,7 @@ import pandas as pd
 
 from bouquet_eval.metrics.records import RECORDS
 from bouquet_eval.results.aggregate import ENGLISH_GROUPS
-from bouquet_eval.results.figures import better, forest_plot, svg_text
+from bouquet_eval.results.figures import better, forest_plot
 from bouquet_eval.results.leaderboard import (
     MISSING,
     SIGNIFICANCE_LEVEL,
@@ -33,12 +33,12 @@ def integer(value: Any) -> str:
     return MISSING if value is None or pd.isna(value) else str(int(value))
 
 
-def inline_svg(figure: Any) -> Markup:
-    """A matplotlib figure as an svg element (matplotlib escapes the text it writes)."""
+def inline_svg(svg: str) -> Markup:
+    """A figure of ours as an svg element of a page: taken as it is, since `svgplot` escapes
+    every text it writes."""
     from markupsafe import Markup
 
-    text = svg_text(figure)
-    return Markup(text[text.index("<svg") :])
+    return Markup(svg)
 
 
 def leaderboard_page(board: pd.DataFrame, lower: set[str]) -> str:

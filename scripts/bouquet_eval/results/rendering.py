@@ -3,7 +3,7 @@ the sentence browser's.
 
 Every value a template shows is escaped for where it lands, by the template engine: nothing
 is HTML until this module says so, and it says so only of the package's own scripts and
-styles (`assets/`) and of matplotlib's SVG. Data for a page's script enters through one
+styles (`assets/`) and of its own SVG (`svgplot`). Data for a page's script enters through one
 function, `script_json` (the templates' `tojson`), whose output no text can break out of.
 Each page carries a Content-Security-Policy that lets only its own scripts run: a text that
 escaped as markup would still run nothing.
@@ -118,7 +118,7 @@ def content_security_policy(scripts: Sequence[str], connect: bool = False) -> st
     """A policy under which only the script elements `scripts` run (by their hashes): no other
     inline script, event handler attribute, `javascript:` URL or fetched script; nothing is
     fetched but, where `connect`, the server's own answers (the sentence browser's). Inline
-    styles stay allowed: matplotlib's SVG is styled by attributes."""
+    styles stay allowed: the figures' SVG is styled by attributes."""
     directives = {
         "default-src": "'none'",
         "script-src": " ".join(map(_source_hash, scripts)) or "'none'",

@@ -14,7 +14,7 @@ from bouquet_eval.core.io import write_text
 from bouquet_eval.core.stats import Resampling
 from bouquet_eval.results.compare import versus_baseline
 from bouquet_eval.results.extracts import ReportExtract, from_extracts, violin_of
-from bouquet_eval.results.figures import comparison, distributions, timing_figure, write_svg
+from bouquet_eval.results.figures import comparison, distributions, timing_figure
 from bouquet_eval.results.leaderboard import ModelResults
 from bouquet_eval.results.pages import leaderboard_page, run_page
 from bouquet_eval.results.views import (
@@ -87,9 +87,9 @@ def write_figures(
     for part, text in zip(parts, sentences_pages(sentences, parts), strict=True):
         write_text(paths["sentences"][part], text)
     for column, path in paths["distributions"].items():
-        write_svg(path, distributions(violins[column], column, lower, board.attrs.get("targets")))
-    write_svg(paths["comparison"], comparison(scores, board, lower))
-    write_svg(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
+        write_text(path, distributions(violins[column], column, lower, board.attrs.get("targets")))
+    write_text(paths["comparison"], comparison(scores, board, lower))
+    write_text(paths["timing"], timing_figure({m: run.timing[m] for m in ordered}, run.gpus))
     write_text(paths["run"], run_page(run.config, run.manifests))
 
 
