@@ -88,8 +88,11 @@ def job_logging(
             raise
         raise clean from None
     except BaseException as error:  # errors, and interruptions such as a stalled translator
+        # What the children printed goes into the log first, before the traceback that says
+        # their cause is "above": copied later, it would come after it, where `root_cause`
+        # does not look (the copier thread runs behind on a busy machine).
+        children.close()
         logger.exception("job failed")
-        children.close()  # what the children printed is in the log now
         cause = root_cause(Path(log_path), error)
         logger.error("job failed: %s%s", one_line(error), f"; root cause: {cause}" if cause else "")
         raise SystemExit(1) from _without_secrets(error, secrets)
