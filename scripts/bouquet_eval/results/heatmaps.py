@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bouquet_eval.results.svgplot import escape, svg_close, svg_open
+from bouquet_eval.results.svgplot import escape, svg_close, svg_open, text_width
 
 VIRIDIS = (
     "#440154", "#470d60", "#48186a", "#482374", "#472d7b", "#453781", "#424086", "#3e4989",
@@ -124,7 +124,7 @@ def heatmap_svg(heatmap: Heatmap, value_text: Callable[[float], str]) -> str:
     margin = round(longest * label_size * 0.62) + 24  # room for the labels and axis names
     top = 16 + 17 * len(heatmap.title) + 8
     grid = count * cell
-    title_width = max((len(line) for line in heatmap.title), default=0) * 13 * 0.6 + 20
+    title_width = max((text_width(line, 13) for line in heatmap.title), default=0) + 20
     width, height = round(max(margin + grid + 110, title_width)), top + grid + margin
     parts = svg_open(width, height)
     for number, line in enumerate(heatmap.title):
