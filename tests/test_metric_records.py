@@ -14,7 +14,7 @@ import pytest
 
 from bouquet_eval.core.config import ConfigError, import_object, load_yaml
 from bouquet_eval.data.dataset import Direction, dataset_source
-from bouquet_eval.data.outputs import score_settings
+from bouquet_eval.data.outputs import metric_scores_path, score_settings
 from bouquet_eval.data.translations import read_translations
 from bouquet_eval.metrics import load_metric, load_metrics, records
 from bouquet_eval.metrics.records import (
@@ -240,6 +240,49 @@ def test_gathering_checks_translations_changed_since_they_were_scored(tmp_path: 
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"\.jsonl, line 3: mt_text is int, not a string"):
         gather_scores([direction], tmp_path, dataset, score_settings(["chrf"], {}))
+
+
+class _FailsOnDirection:
+    """A metric that scores as `inner` does, and fails on its `failing`-th direction."""
+
+    def __init__(self, inner: Any, failing: int) -> None:
+        self.inner, self.name, self.failing, self.calls = inner, inner.name, failing, 0
+
+    def signature(self) -> str:
+        return str(self.inner.signature())
+
+    def score(self, rows: pd.DataFrame) -> Any:
+        self.calls += 1
+        if self.calls == self.failing:
+            raise RuntimeError("the metric failed")
+        return self.inner.score(rows)
+
+
+def test_directions_scored_before_a_failure_are_written(tmp_path: Path) -> None:
+    """A score job writes its directions in batches; a direction that fails does not take the
+    scores of the directions scored before it in its batch: they are written, and a rerun
+    scores the failed direction alone."""
+    dataset = dataset_source(SAMPLE)
+    directions = sorted(dataset.directions())[:4]
+    for direction in directions:
+        rows = dataset.load(direction)
+        translations = rows.rename(columns={"tgt_text": "ref_text"}).assign(
+            mt_text=rows["src_text"]
+        )
+        translations.to_json(
+            tmp_path / f"{direction}.jsonl", orient="records", lines=True, force_ascii=False
+        )
+    (chrf,) = load_metrics(["chrf"], {})
+    failing = _FailsOnDirection(chrf, failing=3)
+    with pytest.raises(RuntimeError, match="the metric failed"):
+        score_metrics(directions, tmp_path, {"chrf": failing}, dataset, {})
+    written = [metric_scores_path(tmp_path, "chrf", d).is_file() for d in directions]
+    assert written == [True, True, False, False]
+    rerun = _FailsOnDirection(chrf, failing=0)
+    score_metrics(directions, tmp_path, {"chrf": rerun}, dataset, {})
+    assert rerun.calls == 2 and all(
+        metric_scores_path(tmp_path, "chrf", d).is_file() for d in directions
+    )
 
 
 def test_dry_run_at_benchmark_scale_splits_score_jobs(workflow: Workflow, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -109,40 +109,128 @@ def score_metrics(
         if scored_settings is None
         else _Gathering.of(directions, model_dir, dataset, scored_settings, limit)
     )
-    total = len(directions)
-    for position, (direction, by_metric) in enumerate(outputs.items(), start=1):
-        progress = f"[{position}/{total}] {direction}"
-        stale = {}
-        for name, output in by_metric.items():
-            recorded = {**(environment or {}), "metrics": {name: signatures[name]}}
-            if output.is_current() and _scored_with(output, recorded["metrics"]):
-                continue
-            if output.restore_from_cache(recorded):
-                log.info("%s: %s restored from %s", progress, name, output.cached)
-                continue
-            stale[name] = (output, recorded)
-        translations: pd.DataFrame | None = None
-        tables: dict[str, pa.Table] = {}
-        if stale:
-            started = time.monotonic()
-            translations = translations_to_score(model_dir, direction, dataset, limit)
-            for name, (output, recorded) in stale.items():
-                tables[name] = metric_table(
-                    metrics[name].score(translations), len(translations), name
+    writes = _PendingWrites(gathering)
+    directions_in_order = list(outputs)
+    total = len(directions_in_order)
+    progress = {
+        direction: f"[{position}/{total}] {direction}"
+        for position, direction in enumerate(directions_in_order, start=1)
+    }
+    try:
+        for first in range(0, total, BATCH_DIRECTIONS):
+            batch = directions_in_order[first : first + BATCH_DIRECTIONS]
+            stale = {
+                direction: _stale(
+                    outputs[direction], signatures, environment or {}, progress[direction]
                 )
+                for direction in batch
+            }
+            translations = {
+                direction: translations_to_score(model_dir, direction, dataset, limit)
+                for direction in batch
+                if stale[direction]
+            }
+            for direction in batch:
+                columns: dict[str, Mapping[str, Sequence[Any]]] = {}
+                if stale[direction]:
+                    started = time.monotonic()
+                    for name in stale[direction]:
+                        rows = translations[direction]
+                        columns[name] = metrics[name].score(rows)
+                    log.info(
+                        "%s: %s on %d sentences in %.2f s",
+                        progress[direction],
+                        ", ".join(stale[direction]),
+                        len(translations[direction]),
+                        time.monotonic() - started,
+                    )
+                writes.add(
+                    _Scored(
+                        direction,
+                        progress[direction],
+                        stale[direction],
+                        translations.get(direction),
+                        columns,
+                    )
+                )
+            writes.flush()
+    finally:
+        # What was scored is kept when a later direction fails or the job is interrupted.
+        writes.flush()
+
+
+BATCH_DIRECTIONS = 32
+"""Directions whose translations a score job reads together, before scoring any of them, and
+whose files it writes together after. Reading and writing a direction costs its CPU time
+several times over when it comes between two directions' scoring, whose loop leaves the
+caches cold (measured: chrF++ over 96 directions took 41.5 CPU-s a direction at a time, 34.8
+in batches of 32, 31.5 for the reading and the bare metric loop apart)."""
+WRITE_WITHIN_SECONDS = 30.0
+"""Scores waiting to be written are written once the oldest has waited this long, so that a
+slow metric (a large model on each direction) loses little to a crash."""
+
+
+def _stale(
+    outputs: Mapping[str, ResumableOutput],
+    signatures: Mapping[str, str],
+    environment: Mapping[str, Any],
+    progress: str,
+) -> dict[str, tuple[ResumableOutput, dict[str, Any]]]:
+    """The metrics whose columns of a direction must be scored (by name: their output and
+    what their record is to hold); those current, or restored from the cache, are not."""
+    stale = {}
+    for name, output in outputs.items():
+        recorded = {**environment, "metrics": {name: signatures[name]}}
+        if output.is_current() and _scored_with(output, recorded["metrics"]):
+            continue
+        if output.restore_from_cache(recorded):
+            log.info("%s: %s restored from %s", progress, name, output.cached)
+            continue
+        stale[name] = (output, recorded)
+    return stale
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A direction's metric columns, scored and not yet written."""
+
+    direction: Direction
+    progress: str
+    stale: Mapping[str, tuple[ResumableOutput, dict[str, Any]]]
+    translations: pd.DataFrame | None
+    columns: Mapping[str, Mapping[str, Sequence[Any]]]
+    """By metric: the columns it returned."""
+
+
+@dataclass
+class _PendingWrites:
+    """The directions scored since the last write (`score_metrics`' batches)."""
+
+    gathering: _Gathering | None
+    waiting: list[_Scored] = field(default_factory=list)
+    since: float = 0.0
+
+    def add(self, scored: _Scored) -> None:
+        if not self.waiting:
+            self.since = time.monotonic()
+        self.waiting.append(scored)
+        if time.monotonic() - self.since >= WRITE_WITHIN_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        while self.waiting:
+            scored = self.waiting.pop(0)
+            rows = 0 if scored.translations is None else len(scored.translations)
+            tables = {
+                name: metric_table(columns, rows, name) for name, columns in scored.columns.items()
+            }
+            for name, (output, recorded) in scored.stale.items():
                 output.publish(partial(write_table, table=tables[name]), recorded)
-            log.info(
-                "%s: %s on %d sentences in %.2f s",
-                progress,
-                ", ".join(stale),
-                len(translations),
-                time.monotonic() - started,
+            gathered = self.gathering is not None and self.gathering.write(
+                scored.direction, scored.progress, scored.translations, tables
             )
-        gathered = gathering is not None and gathering.write(
-            direction, progress, translations, tables
-        )
-        if not stale and not gathered:
-            log.info("%s: up to date", progress)
+            if not scored.stale and not gathered:
+                log.info("%s: up to date", scored.progress)
 
 
 @dataclass(frozen=True)

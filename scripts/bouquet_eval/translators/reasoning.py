@@ -35,6 +35,8 @@ _RESPONSE_CLOSING = "<|END_RESPONSE|>"
 
 def strip_reasoning(text: str) -> str:
     """`text` without the reasoning a model printed before its answer; unchanged if none."""
+    if "<" not in text:  # every marker has one; most translations have none (a job's every line)
+        return text
     if _HARMONY_CHANNEL in text:
         return _harmony_final(text)
     stripped = _unwrap_response(_strip_orphan_think_end(_strip_blocks(text)))
