@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -16,7 +17,7 @@ from bouquet_eval.core.config import ConfigError, import_object, load_yaml
 from bouquet_eval.data.dataset import Direction, dataset_source
 from bouquet_eval.data.outputs import metric_scores_path, score_settings
 from bouquet_eval.data.translations import read_translations
-from bouquet_eval.metrics import load_metric, load_metrics, records
+from bouquet_eval.metrics import Metric, load_metric, load_metrics, records
 from bouquet_eval.metrics.records import (
     RECORDS,
     MetricRecord,
@@ -245,13 +246,14 @@ def test_gathering_checks_translations_changed_since_they_were_scored(tmp_path: 
 class _FailsOnDirection:
     """A metric that scores as `inner` does, and fails on its `failing`-th direction."""
 
-    def __init__(self, inner: Any, failing: int) -> None:
-        self.inner, self.name, self.failing, self.calls = inner, inner.name, failing, 0
+    def __init__(self, inner: Metric, failing: int) -> None:
+        self.inner, self.failing, self.calls = inner, failing, 0
+        self.name, self.columns = inner.name, inner.columns
 
     def signature(self) -> str:
         return str(self.inner.signature())
 
-    def score(self, rows: pd.DataFrame) -> Any:
+    def score(self, rows: pd.DataFrame) -> dict[str, Sequence[Any]]:
         self.calls += 1
         if self.calls == self.failing:
             raise RuntimeError("the metric failed")
