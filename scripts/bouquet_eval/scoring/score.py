@@ -163,7 +163,7 @@ BATCH_DIRECTIONS = 32
 """Directions whose translations a score job reads together, before scoring any of them, and
 whose files it writes together after. Reading and writing a direction costs its CPU time
 several times over when it comes between two directions' scoring, whose loop leaves the
-caches cold (measured: chrF++ over 96 directions took 41.5 CPU-s a direction at a time, 34.8
+caches cold (measured: chrF++ over 96 directions took 41.5 CPU-s a direction at a time, 34-35
 in batches of 32, 31.5 for the reading and the bare metric loop apart)."""
 WRITE_WITHIN_SECONDS = 30.0
 """Scores waiting to be written are written once the oldest has waited this long, so that a
