@@ -14,20 +14,22 @@ of `--conditions`, `--runs` times:
   of every job it starts, and that of Snakemake's main process apart (its own CPU time, its
   threads included: what grew with the wall time while jobs waited for a core);
 - the bare loop, `CHRF(word_order=2).sentence_score(hypothesis, [reference]).score` for every
-  sentence, its CPU time in this process (the sentences read beforehand, not timed), before
-  the first run and after each: the same loop's CPU time drifts by 10% and more over minutes
-  on a shared machine, and each run is set against the mean of the loops on either side.
+  sentence, split into `--cores` processes as the run's jobs are (each its share of the
+  directions, read beforehand, not timed; their CPU times summed), before the first run and
+  after each: the same loop's CPU time drifts by 10% and more over minutes on a shared
+  machine, and each run is set against the mean of the loops on either side.
 `loaded` starts a CPU-burning neighbour process per core of the machine (a busy loop at the
 same priority) before its bare loop and stops them after its last run: both sides share the
 cores with the same neighbours. `idle` starts none; on a machine others use, it is as idle as
 they leave it: the load average is printed beside each run.
 
-Then the score path: `score_directions`, the score jobs' work once they have started (parse
-the translations that the translate jobs wrote and checked, score, write the metric's columns
-and the scored files and their provenance: a run of chrF++ alone is one family of metrics,
-whose jobs write both), over the first `--path-directions` directions, in this process,
-taking turns with the bare loop over the same sentences `--repeats` times (the least CPU time
-of each), without neighbours.
+Then the score path, from the last run's translations: `score_directions`, the score jobs'
+work once they have started (parse the translations that the translate jobs wrote and
+checked, score, write the metric's columns and the scored files and their provenance: a run
+of chrF++ alone is one family of metrics, whose jobs write both), over the first
+`--path-directions` directions, in this process, taking turns with the bare loop over the
+same sentences (in this process too) `--repeats` times (the least CPU time of each), without
+neighbours.
 
 Prints each run's ratio and the main process's share, and for each condition the least, the
 median and the largest ratio (targets: the whole run at most 1.25x the bare loop in each
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +91,22 @@ def bare_loop(sentences: Sentences) -> tuple[float, list[list[float]]]:
         for hypotheses, references in sentences
     ]
     return time.process_time() - started, scores
+
+
+def bare_share(dataset: Path, directions: list[Direction]) -> tuple[float, list[list[float]]]:
+    return bare_loop(sentences_of(dataset, directions))
+
+
+def bare_loops(
+    dataset: Path, directions: list[Direction], processes: int
+) -> tuple[float, list[list[float]]]:
+    """The bare loop over `directions` in `processes` processes, each over its share of them:
+    their CPU seconds summed, and the scores in the order of `directions`."""
+    size = -(-len(directions) // processes)
+    shares = [directions[first : first + size] for first in range(0, len(directions), size)]
+    with ProcessPoolExecutor(len(shares)) as pool:
+        done = list(pool.map(bare_share, [dataset] * len(shares), shares))
+    return sum(seconds for seconds, _ in done), [score for _, scores in done for score in scores]
 
 
 def check_scores(model_dir: Path, directions: list[Direction], bare: list[list[float]]) -> None:
@@ -148,22 +167,28 @@ class Measured:
 
 
 def measure(
-    condition: str, runs: int, root: Path, dataset: Path, sentences: Sentences, settings: dict
+    condition: str, runs: int, root: Path, dataset: Path, settings: dict, scores: list[list[float]]
 ) -> list[Measured]:
-    """`runs` whole runs, each in a fresh working directory, between bare loops."""
+    """`runs` whole runs, each in a fresh working directory, between bare loops; `scores`, where
+    empty, receives the first loop's, which every run's scores are checked against. The last
+    run's directory is kept (the score path reads its translations)."""
     measured = []
-    bare = [bare_loop(sentences)[0]]
+    cores, directions = settings["cores"], settings["directions"]
+    seconds, found = bare_loops(dataset, directions, cores)
+    scores[:] = scores or found
+    bare = [seconds]
     for number in range(runs):
         workdir = root / f"{condition}-{number}"
+        shutil.rmtree(root / "last-run", ignore_errors=True)
         write_config(workdir, dataset, **settings["config"])
         before = load()
-        run = run_snakemake(workdir, cores=settings["cores"])
+        run = run_snakemake(workdir, cores=cores)
         after = load()
-        bare.append(bare_loop(sentences)[0])
+        bare.append(bare_loops(dataset, directions, cores)[0])
         measured.append(Measured(condition, run, (bare[-2] + bare[-1]) / 2, before, after))
         print(report(measured[-1]), flush=True)
-        check_scores(workdir / "runs" / MODEL, settings["directions"], settings["scores"])
-        shutil.rmtree(workdir)
+        check_scores(workdir / "runs" / MODEL, directions, scores)
+        workdir.rename(root / "last-run")
     return measured
 
 
@@ -200,26 +225,21 @@ def main() -> None:
         root = Path(scratch)
         dataset = root / "dataset"
         write_dataset(dataset, directions, arguments.sentences)
-        sentences = sentences_of(dataset, directions)
-        scores = bare_loop(sentences)[1]
+        scores: list[list[float]] = []
         settings = {
             "config": {"shards": shards},
             "cores": arguments.cores,
             "directions": directions,
-            "scores": scores,
         }
         for condition in conditions:
             with neighbours(cores if condition == "loaded" else 0):
-                measured += measure(condition, arguments.runs, root, dataset, sentences, settings)
+                measured += measure(condition, arguments.runs, root, dataset, settings, scores)
 
-        workdir = root / "path-run"
-        write_config(workdir, dataset, shards=shards)
-        run_snakemake(workdir, cores=arguments.cores)
         sample = directions[: arguments.path_directions]
         sample_sentences = sentences_of(dataset, sample)
         path_runs, bare_runs = [], []
         for _ in range(arguments.repeats):
-            path_runs.append(score_path(workdir, sample, root / "path"))
+            path_runs.append(score_path(root / "last-run", sample, root / "path"))
             bare_runs.append(bare_loop(sample_sentences)[0])
         check_scores(root / "path", sample, scores[: len(sample)])
 
