@@ -166,16 +166,13 @@ class Measured:
         return self.run.cpu_seconds / self.bare_seconds
 
 
-def measure(
-    condition: str, runs: int, root: Path, dataset: Path, settings: dict, scores: list[list[float]]
-) -> list[Measured]:
-    """`runs` whole runs, each in a fresh working directory, between bare loops; `scores`, where
-    empty, receives the first loop's, which every run's scores are checked against. The last
-    run's directory is kept (the score path reads its translations)."""
+def measure(condition: str, runs: int, root: Path, dataset: Path, settings: dict) -> list[Measured]:
+    """`runs` whole runs, each in a fresh working directory, between bare loops; every run's
+    scores are checked against the first loop's. The last run's directory is kept (the score
+    path reads its translations)."""
     measured = []
     cores, directions = settings["cores"], settings["directions"]
-    seconds, found = bare_loops(dataset, directions, cores)
-    scores[:] = scores or found
+    seconds, scores = bare_loops(dataset, directions, cores)
     bare = [seconds]
     for number in range(runs):
         workdir = root / f"{condition}-{number}"
@@ -225,7 +222,6 @@ def main() -> None:
         root = Path(scratch)
         dataset = root / "dataset"
         write_dataset(dataset, directions, arguments.sentences)
-        scores: list[list[float]] = []
         settings = {
             "config": {"shards": shards},
             "cores": arguments.cores,
@@ -233,15 +229,16 @@ def main() -> None:
         }
         for condition in conditions:
             with neighbours(cores if condition == "loaded" else 0):
-                measured += measure(condition, arguments.runs, root, dataset, settings, scores)
+                measured += measure(condition, arguments.runs, root, dataset, settings)
 
         sample = directions[: arguments.path_directions]
         sample_sentences = sentences_of(dataset, sample)
         path_runs, bare_runs = [], []
         for _ in range(arguments.repeats):
             path_runs.append(score_path(root / "last-run", sample, root / "path"))
-            bare_runs.append(bare_loop(sample_sentences)[0])
-        check_scores(root / "path", sample, scores[: len(sample)])
+            seconds, sample_scores = bare_loop(sample_sentences)
+            bare_runs.append(seconds)
+        check_scores(root / "path", sample, sample_scores)
 
     print()
     for condition in conditions:
