@@ -7,6 +7,7 @@ vector at a time).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from bouquet_eval.core.stats import (
 from bouquet_eval.results.aggregate import GROUP_COLUMNS, direction_table
 from bouquet_eval.results.compare import compare_models, versus_baseline
 from bouquet_eval.results.leaderboard import SENTENCE_KEY, ModelResults, build_leaderboard
-from bouquet_eval.results.resampled import ResampledScores, paired_bootstrap
+from bouquet_eval.results.resampled import ResampledScores, StoredResamples, paired_bootstrap
 
 RESAMPLING = Resampling(seed=5, bootstrap_resamples=300, ar_trials=500)
 DIRECTIONS = [
@@ -133,6 +134,44 @@ def test_stored_resamples_round_trip_and_name_their_statistics(
         assert np.array_equal(read.means[column], written.means[column], equal_nan=True)
     with pytest.raises(ValueError, match=r"best.npz: resampled with 'ci:95\|bs:300"):
         ResampledScores.read(tmp_path / "best.npz", Resampling().signature())
+
+
+def test_a_leaderboard_reads_the_resamples_of_its_primary_metric_alone(
+    models: list[ModelResults],
+) -> None:
+    """Its intervals come from each column's macro resamples, kept in the file."""
+    comparable = [m for m in models if m.name != "worse"]  # the others pair through resamples
+    board = build_leaderboard(comparable, COLUMNS, {"metricx"}, RESAMPLING)
+    assert board.attrs["primary"] == "metricx"
+    for model in comparable:
+        assert model.resampled is not None
+        assert isinstance(model.resampled.resamples, StoredResamples)
+        assert list(model.resampled.resamples.read) == ["metricx"], model.name
+
+
+def test_resamples_read_after_their_file_was_written_again_are_refused(
+    models: list[ModelResults], tmp_path: Path
+) -> None:
+    """A column is read when first asked for: from the file whose statistics were checked."""
+    resampled = ResampledScores.read(tmp_path / "best.npz", RESAMPLING.signature())
+    os.replace(tmp_path / "worst.npz", tmp_path / "best.npz")
+    with pytest.raises(RuntimeError, match=r"best.npz was written again while it was being read"):
+        resampled.resamples["chrfpp"]
+
+
+def test_a_file_without_macro_resamples_gives_the_same_intervals(
+    models: list[ModelResults], tmp_path: Path
+) -> None:
+    """As resampled.npz was written before it kept them."""
+    with np.load(tmp_path / "best.npz") as stored:
+        arrays = {key: stored[key] for key in stored.files if not key.startswith("macro:")}
+    np.savez(tmp_path / "older.npz", **arrays)
+    older = ResampledScores.read(tmp_path / "older.npz", RESAMPLING.signature())
+    assert not older.macro
+    assert models[0].resampled is not None
+    for column in COLUMNS:
+        expected = reference_interval(models[0].rows, column)
+        assert older.interval(column) == models[0].resampled.interval(column) == expected
 
 
 @pytest.mark.parametrize("column", COLUMNS)

@@ -137,10 +137,23 @@ def macro_bootstrap_interval(
 
 def macro_interval(direction_resamples: np.ndarray) -> tuple[float, float]:
     """`macro_bootstrap_interval` from the directions' rows of a `bootstrap_mean_matrix`."""
+    return macro_resamples_interval(macro_resamples(direction_resamples))
+
+
+def macro_resamples(direction_resamples: np.ndarray) -> np.ndarray:
+    """Each resample's macro mean over the directions of a `bootstrap_mean_matrix` that have
+    every resample (none where no direction has)."""
     usable = direction_resamples[~np.isnan(direction_resamples).any(axis=1)]
     if not len(usable):
+        return np.empty(0)
+    return usable.mean(axis=0)
+
+
+def macro_resamples_interval(macro: np.ndarray) -> tuple[float, float]:
+    """`macro_interval` from its `macro_resamples`."""
+    if not len(macro):
         return float("nan"), float("nan")
-    return percentile_interval(usable.mean(axis=0))
+    return percentile_interval(macro)
 
 
 def skipna_mean(values: np.ndarray) -> float:

@@ -40,7 +40,7 @@ from bouquet_eval.results.aggregate import (
 from bouquet_eval.results.resampled import (
     ResampledScores,
     distance_bootstrap_p,
-    paired_bootstrap,
+    pooled_paired_p,
 )
 
 SENTENCE_KEY = [*GROUP_COLUMNS, "uniq_id"]
@@ -298,7 +298,7 @@ def significance_clusters(
     best model, and starts the next cluster otherwise; cluster 1 holds the models tied with
     the best. A model whose sentences differ from the compared model's gets no cluster.
 
-    Each test is the difference of the two models' resamples (`resampled.paired_bootstrap`),
+    Each test is the difference of the two models' resamples (`resampled.pooled_paired_p`),
     or, where they did not score the same sentences in the same order, made from their rows.
     """
     if not models:
@@ -308,7 +308,7 @@ def significance_clusters(
         if target is not None:
             return distance_bootstrap_p(statistics[first], statistics[second], column, target)
         if statistics[first].pairs_with(statistics[second], column):
-            return paired_bootstrap(statistics[first], statistics[second], column).pooled_p
+            return pooled_paired_p(statistics[first], statistics[second], column)
         return paired_p_value(models[first].rows, models[second].rows, column, resampling)
 
     p_vs_best = [float("nan")] + [p_value(0, i) for i in range(1, len(models))]

@@ -13,15 +13,19 @@ direction, and pairs that differ are tested from their rows (`leaderboard.paired
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bouquet_eval.core.io import write_atomically
-from bouquet_eval.core.stats import bootstrap_p_values, macro_interval
+from bouquet_eval.core.stats import (
+    bootstrap_p_values,
+    macro_resamples,
+    macro_resamples_interval,
+)
 
 RESAMPLED_FILE = "resampled.npz"
 
@@ -46,6 +50,9 @@ class ResampledScores:
     """Per column, (directions, resamples): each direction's bootstrap resample means."""
     sentences: Mapping[str, np.ndarray]
     """Per column, each direction's `sentences_digest` of the sentences it has a score for."""
+    macro: Mapping[str, np.ndarray] = field(default_factory=dict)
+    """Per column, its `stats.macro_resamples`, where made before (the file keeps them, so
+    that a leaderboard's intervals read 1000 numbers a column, not `resamples`)."""
 
     def write(self, path: Path) -> None:
         arrays: dict[str, Any] = {
@@ -57,6 +64,7 @@ class ResampledScores:
             arrays[f"means:{column}"] = self.means[column]
             arrays[f"resamples:{column}"] = self.resamples[column]
             arrays[f"sentences:{column}"] = np.asarray(self.sentences[column], dtype=str)
+            arrays[f"macro:{column}"] = self.macro_of(column)
 
         def write(temporary: Path) -> None:
             with temporary.open("wb") as stream:
@@ -80,15 +88,23 @@ class ResampledScores:
                 ),
                 statistics=statistics,
                 means={c: stored[f"means:{c}"] for c in columns},
-                resamples={c: stored[f"resamples:{c}"] for c in columns},
+                resamples=StoredResamples(path, columns),
                 sentences={c: stored[f"sentences:{c}"] for c in columns},
+                # Files written before they were kept have none.
+                macro={c: stored[f"macro:{c}"] for c in columns if f"macro:{c}" in stored},
             )
+
+    def macro_of(self, column: str) -> np.ndarray:
+        """The column's `stats.macro_resamples`."""
+        if column in self.macro:
+            return self.macro[column]
+        return macro_resamples(self.resamples[column])
 
     def interval(self, column: str) -> tuple[float, float]:
         """The 95% interval of the macro mean over directions (`stats.macro_interval`)."""
-        if column not in self.resamples:
+        if column not in self.means:
             return float("nan"), float("nan")
-        return macro_interval(self.resamples[column])
+        return macro_resamples_interval(self.macro_of(column))
 
     def pairs_with(self, other: ResampledScores, column: str) -> bool:
         """Whether both scored the same sentences, in the same order, in every direction."""
@@ -99,6 +115,36 @@ class ResampledScores:
             and self.statistics == other.statistics
             and bool(np.array_equal(self.sentences[column], other.sentences[column]))
         )
+
+
+class StoredResamples(Mapping[str, np.ndarray]):
+    """A resampled.npz's `resamples` by column, each read from the file when first asked
+    for: 8 MB a column at BOUQuET's size, which a leaderboard reads of its primary metric only."""
+
+    def __init__(self, path: Path, columns: Sequence[str]) -> None:
+        self.path, self.columns = path, list(columns)
+        self.read: dict[str, np.ndarray] = {}
+        self.version = self._version()
+
+    def _version(self) -> tuple[int, int]:
+        status = self.path.stat()
+        return status.st_mtime_ns, status.st_size
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        if column not in self.read:
+            if column not in self.columns:
+                raise KeyError(column)
+            if self._version() != self.version:
+                raise RuntimeError(f"{self.path} was written again while it was being read")
+            with np.load(self.path, allow_pickle=False) as stored:
+                self.read[column] = stored[f"resamples:{column}"]
+        return self.read[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
 
 
 @dataclass(frozen=True)
@@ -120,20 +166,47 @@ def paired_bootstrap(
 ) -> PairedBootstrap:
     """Every direction's paired bootstrap and the pooled one, from the two models' resamples;
     they must pair (`ResampledScores.pairs_with`)."""
+    deltas, delta = _paired_deltas(baseline, system, column)
+    pooled_delta, pooled_p = _pooled(baseline, system, column, deltas, delta)
+    return PairedBootstrap(delta, bootstrap_p_values(deltas, delta), pooled_delta, pooled_p)
+
+
+def pooled_paired_p(baseline: ResampledScores, system: ResampledScores, column: str) -> float:
+    """`paired_bootstrap`'s `pooled_p` alone (a leaderboard's test), without every
+    direction's."""
+    return _pooled(baseline, system, column, *_paired_deltas(baseline, system, column))[1]
+
+
+def _paired_deltas(
+    baseline: ResampledScores, system: ResampledScores, column: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The resampled and observed differences per direction of two models that pair."""
     if not baseline.pairs_with(system, column):
         raise ValueError(f"the models did not score the same sentences on {column}")
-    deltas = system.resamples[column] - baseline.resamples[column]
-    delta = system.means[column] - baseline.means[column]
+    return (
+        system.resamples[column] - baseline.resamples[column],
+        system.means[column] - baseline.means[column],
+    )
+
+
+def _pooled(
+    baseline: ResampledScores,
+    system: ResampledScores,
+    column: str,
+    deltas: np.ndarray,
+    delta: np.ndarray,
+) -> tuple[float, float]:
+    """The difference of the macro means and its p-value, over the directions with scores."""
     usable = ~np.isnan(delta)
     if not usable.any():
-        empty = np.full(len(delta), np.nan)
-        return PairedBootstrap(delta, empty, float("nan"), float("nan"))
-    pooled = deltas[usable].mean(axis=0)
+        return float("nan"), float("nan")
+    # Every direction usable (the rule): the same rows, without copying them.
+    pooled = (deltas if usable.all() else deltas[usable]).mean(axis=0)
     pooled_delta = float(
         system.means[column][usable].mean() - baseline.means[column][usable].mean()
     )
     (pooled_p,) = bootstrap_p_values(pooled[None, :], np.array([pooled_delta]))
-    return PairedBootstrap(delta, bootstrap_p_values(deltas, delta), pooled_delta, pooled_p)
+    return pooled_delta, float(pooled_p)
 
 
 def distance_bootstrap_p(
