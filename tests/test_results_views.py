@@ -32,7 +32,7 @@ from bouquet_eval.results.browse import IDLE_SECONDS, placed_spans, serve
 from bouquet_eval.results.compare import compare_models
 from bouquet_eval.results.figures import dense_languages
 from bouquet_eval.results.pages import run_page
-from bouquet_eval.results.views import describe_language, results_page
+from bouquet_eval.results.views import DECIMALS, describe_language, results_page, rounded_scores
 
 from . import browser
 from .conftest import REPOSITORY, patience
@@ -123,6 +123,27 @@ def test_the_run_page_shows_the_settings_of_the_metrics_computed_only() -> None:
     shown = run_page(slice_of(config, settings, "leaderboard"), {})
     assert "Unbabel/wmt22-comet-da" in shown
     assert "metricx" not in shown and "blaser" not in shown
+
+
+def test_page_scores_are_rounded_as_round_rounds_them() -> None:
+    """The vectorised rounding gives `round`'s doubles, signed zeros and the halves too."""
+    rng = np.random.default_rng(7)
+    places = 10.0**DECIMALS
+    halves = (rng.integers(-(10**6), 10**6, 20_000) + 0.5) / places
+    values = np.concatenate(
+        [
+            rng.uniform(-100, 100, 200_000),
+            rng.normal(0, 1e-3, 20_000),
+            halves,
+            halves + rng.normal(0, 1e-13, halves.size),
+            rng.uniform(-1e12, 1e12, 1_000),
+            [np.nan, np.inf, -np.inf, 0.0, -0.0, -4e-5, 5e-5, 1.5e-4, 1e-320, 1e300, -1e300],
+        ]
+    )
+    expected = [round(float(v), DECIMALS) if np.isfinite(v) else None for v in values]
+    found = rounded_scores(values)
+    assert found == expected
+    assert json.dumps(found) == json.dumps(expected)  # -0.0 where round gives it
 
 
 def test_languages_have_names_scripts_and_regions() -> None:

@@ -78,8 +78,30 @@ def direction_kind(src_lang: str, tgt_lang: str) -> str:
     return "regional"
 
 
-def _rounded(values: np.ndarray) -> list[float | None]:
-    return [None if not math.isfinite(v) else round(float(v), DECIMALS) for v in values]
+def rounded_scores(values: np.ndarray) -> list[float | None]:
+    """Each value as `round(value, DECIMALS)` gives it, None where it is not finite: the
+    pages hold hundreds of thousands of scores at BOUQuET's size (millions at 20 models).
+
+    `round` is the double nearest to the value's correctly rounded decimal: `rint(value *
+    10**DECIMALS) / 10**DECIMALS` is that double (the division is correctly rounded) wherever
+    the product's rounding cannot move it across a half; values near one, large ones and the
+    not finite are left to `round` itself."""
+    values = np.asarray(values, dtype=np.float64)
+    scale = 10.0**DECIMALS
+    scaled = values * scale
+    with np.errstate(invalid="ignore"):
+        fraction = np.abs(scaled - np.floor(scaled))
+        exact = (np.abs(scaled) < _EXACT_SCALED) & (np.abs(fraction - 0.5) > _HALF_MARGIN)
+    rounded: list[Any] = (np.rint(scaled) / scale).tolist()
+    for index in np.flatnonzero(~exact).tolist():
+        value = float(values[index])
+        rounded[index] = round(value, DECIMALS) if math.isfinite(value) else None
+    return rounded
+
+
+_EXACT_SCALED = 2.0**30
+"""Below it a product's error (half an ulp, at most 2**-23) is far inside `_HALF_MARGIN`."""
+_HALF_MARGIN = 1e-6
 
 
 def results_data(
@@ -123,7 +145,7 @@ def results_data(
                 table[name].to_numpy(dtype=float) if name in table else np.full(len(index), np.nan)
                 for name in (column, f"{column}_ci_low", f"{column}_ci_high")
             ]
-            scores.setdefault(column, {})[model] = [_rounded(values) for values in triple]
+            scores.setdefault(column, {})[model] = [rounded_scores(values) for values in triple]
     languages = sorted({code for pair in directions for code in pair})
     data: dict[str, Any] = {
         "models": list(models),
@@ -153,7 +175,7 @@ def versus_data(versus: pd.DataFrame, index: pd.MultiIndex) -> dict[str, Any]:
     for system, rows in per_direction.groupby("system", sort=False):
         table = rows.set_index(GROUP_COLUMNS).reindex(index)
         systems[str(system)] = [
-            _rounded(table[name].to_numpy(dtype=float))
+            rounded_scores(table[name].to_numpy(dtype=float))
             for name in ("delta", "p_paired_bootstrap", "p_paired_bootstrap_bh")
         ]
     return {
@@ -291,17 +313,17 @@ def sentences_json(
     for position, model in enumerate(models):
         if f"score|{model}" in ordered:
             scores[:, position] = ordered[f"score|{model}"].to_numpy(dtype=float)
-    rounded = _rounded(scores.ravel())
+    rounded = rounded_scores(scores.ravel())
     # Each model's outputs where the page shows them, found at once per model.
     joined = pd.Series(["\x1f".join(key) for key in keys], dtype=object)
-    outputs = []
-    for model in models:
-        visible = joined.isin(["\x1f".join(key) for key in shown[model]]).tolist()
-        shown_texts = texts(f"mt|{model}")
-        outputs.append(
-            [text if seen else None for text, seen in zip(shown_texts, visible, strict=True)]
-        )
-    by_row = list(zip(*outputs, strict=True)) if models else [()] * count
+    # Row by row, each model's output where the page shows it (a few of every model's rows).
+    outputs = np.full((count, len(models)), None, dtype=object)
+    for position, model in enumerate(models):
+        visible = np.flatnonzero(joined.isin(["\x1f".join(key) for key in shown[model]]))
+        if f"mt|{model}" in ordered:
+            made = ordered[f"mt|{model}"].to_numpy(dtype=object)[visible]
+            outputs[visible, position] = [t if isinstance(t, str) else None for t in made]
+    by_row = outputs.tolist()
     directions: dict[str, dict[str, Any]] = {}
     for row, (key, source, reference) in enumerate(
         zip(keys, texts("src_text"), texts("ref_text"), strict=True)
@@ -310,14 +332,12 @@ def sentences_json(
         entry["sentences"][key[2]] = [
             source,
             reference,
-            list(by_row[row]),
+            by_row[row],
             rounded[row * len(models) : (row + 1) * len(models)],
         ]
     for model, chosen in worst.items():
         # By direction in the order they come, each direction's in its order.
-        for src, tgt, uniq_id in zip(
-            chosen["src_lang"], chosen["tgt_lang"], chosen["uniq_id"], strict=True
-        ):
+        for src, tgt, uniq_id in chosen[[*GROUP_COLUMNS, "uniq_id"]].to_numpy(dtype=object):
             directions[f"{src}-{tgt}"]["worst"].setdefault(model, []).append(str(uniq_id))
     for record in sample.to_dict(orient="records"):
         directions[f"{record['src_lang']}-{record['tgt_lang']}"]["sample"] = str(record["uniq_id"])
