@@ -84,8 +84,8 @@ def rounded_scores(values: np.ndarray) -> list[float | None]:
 
     `round` is the double nearest to the value's correctly rounded decimal: `rint(value *
     10**DECIMALS) / 10**DECIMALS` is that double (the division is correctly rounded) wherever
-    the product's rounding cannot move it across a half; values near one, large ones and the
-    not finite are left to `round` itself."""
+    the product's rounding cannot move it across a half; values within `_HALF_MARGIN` of a
+    half, large ones and the not finite are left to `round` itself."""
     values = np.asarray(values, dtype=np.float64)
     scale = 10.0**DECIMALS
     scaled = values * scale
@@ -100,7 +100,8 @@ def rounded_scores(values: np.ndarray) -> list[float | None]:
 
 
 _EXACT_SCALED = 2.0**30
-"""Below it a product's error (half an ulp, at most 2**-23) is far inside `_HALF_MARGIN`."""
+"""Below it, a product's rounding error (half an ulp: at most 2**-23) is far inside
+`_HALF_MARGIN`."""
 _HALF_MARGIN = 1e-6
 
 
