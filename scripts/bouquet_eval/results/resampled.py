@@ -74,6 +74,8 @@ class ResampledScores:
 
     @classmethod
     def read(cls, path: Path, expected_statistics: str) -> ResampledScores:
+        # Before reading: the resamples read later must come from the file read now.
+        version = StoredResamples.version_of(path)
         with np.load(path, allow_pickle=False) as stored:
             statistics = str(stored["statistics"])
             if statistics != expected_statistics:
@@ -88,7 +90,7 @@ class ResampledScores:
                 ),
                 statistics=statistics,
                 means={c: stored[f"means:{c}"] for c in columns},
-                resamples=StoredResamples(path, columns),
+                resamples=StoredResamples(path, columns, version),
                 sentences={c: stored[f"sentences:{c}"] for c in columns},
                 # Files written before they were kept have none.
                 macro={c: stored[f"macro:{c}"] for c in columns if f"macro:{c}" in stored},
@@ -121,20 +123,21 @@ class StoredResamples(Mapping[str, np.ndarray]):
     """A resampled.npz's `resamples` by column, each read from the file when first asked
     for: 8 MB a column at BOUQuET's size, which a leaderboard reads of its primary metric only."""
 
-    def __init__(self, path: Path, columns: Sequence[str]) -> None:
-        self.path, self.columns = path, list(columns)
+    def __init__(self, path: Path, columns: Sequence[str], version: tuple[int, int]) -> None:
+        """`version`: the file's `version_of` when the rest of it was read."""
+        self.path, self.columns, self.version = path, list(columns), version
         self.read: dict[str, np.ndarray] = {}
-        self.version = self._version()
 
-    def _version(self) -> tuple[int, int]:
-        status = self.path.stat()
+    @staticmethod
+    def version_of(path: Path) -> tuple[int, int]:
+        status = path.stat()
         return status.st_mtime_ns, status.st_size
 
     def __getitem__(self, column: str) -> np.ndarray:
         if column not in self.read:
             if column not in self.columns:
                 raise KeyError(column)
-            if self._version() != self.version:
+            if self.version_of(self.path) != self.version:
                 raise RuntimeError(f"{self.path} was written again while it was being read")
             with np.load(self.path, allow_pickle=False) as stored:
                 self.read[column] = stored[f"resamples:{column}"]

@@ -305,9 +305,12 @@ def sentences_json(
     def values(name: str) -> list[Any]:
         return ordered[name].tolist() if name in ordered else [None] * count
 
-    def texts(name: str) -> list[str | None]:
+    def text(value: Any) -> str | None:
         # A missing text (an output never made) is NaN in a merged column: JSON's null.
-        return [text if isinstance(text, str) else None for text in values(name)]
+        return value if isinstance(value, str) else None
+
+    def texts(name: str) -> list[str | None]:
+        return [text(value) for value in values(name)]
 
     keys = list(zip(*(map(str, values(name)) for name in (*GROUP_COLUMNS, "uniq_id")), strict=True))
     scores = np.full((count, len(models)), np.nan)
@@ -323,7 +326,7 @@ def sentences_json(
         visible = np.flatnonzero(joined.isin(["\x1f".join(key) for key in shown[model]]))
         if f"mt|{model}" in ordered:
             made = ordered[f"mt|{model}"].to_numpy(dtype=object)[visible]
-            outputs[visible, position] = [t if isinstance(t, str) else None for t in made]
+            outputs[visible, position] = [text(value) for value in made]
     by_row = outputs.tolist()
     directions: dict[str, dict[str, Any]] = {}
     for row, (key, source, reference) in enumerate(
