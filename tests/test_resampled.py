@@ -147,6 +147,10 @@ def test_a_leaderboard_reads_the_resamples_of_its_primary_metric_alone(
         assert model.resampled is not None
         assert isinstance(model.resampled.resamples, StoredResamples)
         assert list(model.resampled.resamples.read) == ["metricx"], model.name
+        # Asking which columns it holds reads none.
+        assert "chrfpp" in model.resampled.resamples
+        assert "bleu" not in model.resampled.resamples
+        assert list(model.resampled.resamples.read) == ["metricx"], model.name
 
 
 def test_resamples_read_after_their_file_was_written_again_are_refused(

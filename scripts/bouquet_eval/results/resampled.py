@@ -143,6 +143,10 @@ class StoredResamples(Mapping[str, np.ndarray]):
                 self.read[column] = stored[f"resamples:{column}"]
         return self.read[column]
 
+    def __contains__(self, column: object) -> bool:
+        # Mapping's own would read the column to answer.
+        return column in self.columns
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.columns)
 
