@@ -318,9 +318,9 @@ def sentences_json(
         if f"score|{model}" in ordered:
             scores[:, position] = ordered[f"score|{model}"].to_numpy(dtype=float)
     rounded = rounded_scores(scores.ravel())
-    # Each model's outputs where the page shows them, found at once per model.
+    # Each model's outputs where the page shows them (a few of its rows), found at once per
+    # model by their joined keys; the others stay None.
     joined = pd.Series(["\x1f".join(key) for key in keys], dtype=object)
-    # Row by row, each model's output where the page shows it (a few of every model's rows).
     outputs = np.full((count, len(models)), None, dtype=object)
     for position, model in enumerate(models):
         visible = np.flatnonzero(joined.isin(["\x1f".join(key) for key in shown[model]]))
