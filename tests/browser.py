@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
+
+from . import debian
 
 PACKAGE = "chromium"
 # Flags from the machine notes: no sandbox as root, and nothing that reaches for the network.
@@ -54,21 +57,6 @@ def firefox_path() -> str | None:
 BROWSERS = {"chromium": (PACKAGE, chromium_path), "firefox": ("firefox-esr", firefox_path)}
 
 
-def install(browser: str = "chromium") -> None:
-    """Install Debian's package of `browser` unless it is there already (idempotent)."""
-    package, path = BROWSERS[browser]
-    if path():
-        return
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, capture_output=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", package],
-        check=True,
-        env=environment,
-        capture_output=True,
-    )
-
-
 def unavailable_reason(browser: str = "chromium") -> str | None:
     package, path = BROWSERS[browser]
     if path():
@@ -76,6 +64,16 @@ def unavailable_reason(browser: str = "chromium") -> str | None:
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         return f"{package} is not installed, and apt-get as root is needed to install it"
     return None
+
+
+def require(browser: str = "chromium") -> None:
+    """Skip the calling test where `browser` cannot be had; install it where it is missing."""
+    reason = unavailable_reason(browser)
+    if reason:
+        pytest.skip(reason)
+    package, path = BROWSERS[browser]
+    if not path():
+        debian.install({package: package})
 
 
 class Page:

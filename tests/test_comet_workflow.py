@@ -23,7 +23,7 @@ import pytest
 from bouquet_eval.metrics.records import RECORDS
 
 from .conftest import REPOSITORY, SAMPLE, Workflow, built_in, environment_python
-from .slurm.cluster import install
+from .debian import install
 from .test_command import command
 from .test_metric_records import planned_rules
 from .test_slurm import MODULES_INIT, MODULES_PACKAGES, full_log

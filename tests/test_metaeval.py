@@ -851,9 +851,7 @@ def test_agreement_inside_and_outside_training_languages() -> None:
 
 
 def test_trust_page_reads_at_benchmark_scale(tmp_path: Path) -> None:
-    reason = browser.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    browser.require()
     directions = bouquet_shaped_directions()
     data = trust_data(correlations_at_scale(directions), "acc_eq", 0.05)
     page_path = tmp_path / "which-metric.html"

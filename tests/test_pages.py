@@ -626,10 +626,7 @@ async def everything(name: str, run: HostileRun) -> None:
 
 @pytest.mark.parametrize("name", ["chromium", "firefox"])
 def test_no_payload_runs_and_every_one_shows_as_text(hostile: HostileRun, name: str) -> None:
-    reason = browser.unavailable_reason(name)
-    if reason:
-        pytest.skip(reason)
-    browser.install(name)
+    browser.require(name)
     asyncio.run(everything(name, hostile))
     assert hostile.beacon.calls == []
 

@@ -169,10 +169,7 @@ def shaped(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def chromium() -> None:
-    reason = browser.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    browser.install()
+    browser.require()
 
 
 TABLE = "Tabulator.findTable('#table')[0]"
@@ -300,10 +297,7 @@ def test_every_page_of_report_html_opens_at_bouquet_shape(
 ) -> None:
     """report.html shows each page in a frame whose source is the page as a base64 data: URL,
     made by Snakemake's own function; Chromium opens none over 2 MiB."""
-    reason = browser.unavailable_reason(name)
-    if reason:
-        pytest.skip(reason)
-    browser.install(name)
+    browser.require(name)
     from snakemake.report.common import data_uri_from_file
 
     pages = sorted((shaped / "report").glob("*.html"))

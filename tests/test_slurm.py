@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 
 from .conftest import REPOSITORY, SAMPLE, Workflow
+from .debian import install
 from .slurm.cluster import (
     GPU_TYPE,
     KILL_WAIT,
     NODE_FEATURE,
     SLURM_PACKAGES,
     LocalSlurm,
-    install,
     unavailable_reason,
     wait_for,
 )

@@ -50,21 +50,6 @@ def unavailable_reason() -> str | None:
     return "Slurm is not installed and there is no apt-get to install it"
 
 
-def install(packages: dict[str, str]) -> None:
-    """Install the Debian packages that provide missing commands (command -> package)."""
-    missing = sorted({package for tool, package in packages.items() if not shutil.which(tool)})
-    if not missing:
-        return
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, capture_output=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
-        check=True,
-        env=environment,
-        capture_output=True,
-    )
-
-
 def wait_for(condition: Callable[[], bool], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
